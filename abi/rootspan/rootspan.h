@@ -1,0 +1,292 @@
+/* rootspan/rootspan.h — the embedding API.
+ *
+ * A context owns providers and the roots made from their allocations. A root is
+ * one uniquely owned allocation; every access to its bytes goes through a claim
+ * (shared or exclusive, over a checked span) and, on the host, a mapping.
+ *
+ * Conventions (DESIGN 3.1):
+ * - Every function returns a rootspan_status. Functions that can fail take a
+ *   rootspan_error **error as their last argument: pass NULL to ignore the
+ *   details, or a pointer to a NULL rootspan_error *; on failure it receives an
+ *   error the caller frees with rootspan_error_free.
+ * - Every struct starts with struct_size, set by its writer to sizeof(struct).
+ * - Whoever allocates frees: errors, claims and mappings go back through the
+ *   functions named on them.
+ * - Threads: every function is safe from any thread. One claim or mapping
+ *   handle is used by one thread at a time. Claims on different roots never
+ *   contend for a lock.
+ * - Release order: a mapping before its claim, a claim before its root, every
+ *   root before its context (or the context releases what is left).
+ */
+#ifndef ROOTSPAN_ROOTSPAN_H
+#define ROOTSPAN_ROOTSPAN_H
+
+#include "rootspan/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- versions ---------------------------------------------------------- */
+
+#define ROOTSPAN_VERSION_MAJOR 0
+#define ROOTSPAN_VERSION_MINOR 1
+#define ROOTSPAN_VERSION_PATCH 0
+
+/* The library's version string, e.g. "0.1.0". Static storage. */
+ROOTSPAN_API const char *rootspan_version(void);
+
+/* Static names of codes and element types ("Conflict", "F32"); never NULL. */
+ROOTSPAN_API const char *rootspan_status_name(rootspan_status status);
+ROOTSPAN_API const char *rootspan_dtype_name(rootspan_dtype dtype);
+/* Bytes per element; 0 for NONE and for sub-byte types (F4, F6_*). */
+ROOTSPAN_API uint64_t rootspan_dtype_size(rootspan_dtype dtype);
+
+/* ---- errors (DESIGN 2.7) ---------------------------------------------- */
+
+typedef struct rootspan_error rootspan_error;
+
+/* What an operation was asked to do. */
+typedef int32_t rootspan_requested_kind;
+enum {
+  ROOTSPAN_REQUESTED_NONE = 0,           /* no range (e.g. a manifest) */
+  ROOTSPAN_REQUESTED_RANGE = 1,          /* a raw range: offset, length */
+  ROOTSPAN_REQUESTED_KEY_RANGE = 2,      /* a key and range */
+  ROOTSPAN_REQUESTED_ROOT_KEY_RANGE = 3  /* a root id, key and range */
+};
+
+typedef struct rootspan_requested {
+  size_t struct_size;
+  rootspan_requested_kind kind; /* out */
+  uint64_t root_id;             /* out: when kind is ROOT_KEY_RANGE */
+  rootspan_key key;             /* out: when kind is KEY_RANGE or ROOT_KEY_RANGE */
+  uint64_t offset;              /* out: relative to the root, or absolute for import */
+  uint64_t length;              /* out */
+} rootspan_requested;
+#define ROOTSPAN_REQUESTED_LAST_FIELD length
+
+/* A span: a range bound to one root, with its derived alignment. */
+typedef struct rootspan_span {
+  size_t struct_size;
+  uint64_t root_id;   /* out */
+  uint64_t offset;    /* out: absolute byte offset in the allocation */
+  uint64_t length;    /* out */
+  uint64_t alignment; /* out: alignment guaranteed at offset */
+} rootspan_span;
+#define ROOTSPAN_SPAN_LAST_FIELD alignment
+
+ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
+/* The operation's name: "claim", "map_read", "import_unique_root", ... The
+ * string lives as long as the error. */
+ROOTSPAN_API const char *rootspan_error_operation(const rootspan_error *error);
+/* The whole message, e.g. "claim for root 7 key (3,12) range [64,128):
+ * unresolved: conflict with exclusive claim [0,96)". Lives as long as the error. */
+ROOTSPAN_API const char *rootspan_error_message(const rootspan_error *error);
+/* The cause alone, e.g. "conflict with exclusive claim [0,96)". */
+ROOTSPAN_API const char *rootspan_error_cause(const rootspan_error *error);
+/* The loader policy or rule cited ("L4", "L9"), or "" when none. */
+ROOTSPAN_API const char *rootspan_error_policy(const rootspan_error *error);
+/* Fills *requested (struct_size set by the caller). */
+ROOTSPAN_API rootspan_status rootspan_error_requested(const rootspan_error *error, rootspan_requested *requested);
+/* Returns 1 and fills *span when the request was resolved to a span, else 0. */
+ROOTSPAN_API int rootspan_error_resolution(const rootspan_error *error, rootspan_span *span);
+/* Returns 1 and fills *expected and *actual when the cause has two values. */
+ROOTSPAN_API int rootspan_error_values(const rootspan_error *error, uint64_t *expected, uint64_t *actual);
+/* Frees an error; NULL is ignored. */
+ROOTSPAN_API void rootspan_error_free(rootspan_error *error);
+
+/* ---- contexts and providers (DESIGN 2.8, 4) ---------------------------- */
+
+typedef struct rootspan_context rootspan_context;
+typedef struct rootspan_root rootspan_root;
+typedef struct rootspan_claim rootspan_claim;
+typedef struct rootspan_mapping rootspan_mapping;
+
+typedef struct rootspan_context_options {
+  size_t struct_size;
+  int32_t no_static_providers;    /* non-zero: leave out the compiled-in providers */
+  const char *const *manifests;   /* manifest_count paths (replaces discovery); borrowed */
+  size_t manifest_count;
+  int32_t discover_manifests;     /* non-zero with manifest_count 0: run discovery (policy L3) */
+} rootspan_context_options;
+#define ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD discover_manifests
+
+/* options may be NULL: static providers only. */
+ROOTSPAN_API rootspan_status rootspan_context_create(const rootspan_context_options *options,
+                                                     rootspan_context **context, rootspan_error **error);
+/* Releases every root still live (each once, through its provider), shuts the
+ * providers down and frees the context. *live_roots (may be NULL) receives how
+ * many roots were still live. Every handle of this context becomes invalid. */
+ROOTSPAN_API rootspan_status rootspan_context_destroy(rootspan_context *context, uint64_t *live_roots);
+
+/* Where a provider came from and what became of it. */
+typedef int32_t rootspan_provider_origin;
+enum { ROOTSPAN_ORIGIN_STATIC = 0, ROOTSPAN_ORIGIN_MANIFEST = 1 };
+typedef int32_t rootspan_provider_state;
+enum { ROOTSPAN_PROVIDER_LOADED = 0, ROOTSPAN_PROVIDER_SKIPPED = 1, ROOTSPAN_PROVIDER_FAILED = 2 };
+
+/* One provider the context knows of, loaded or not. Strings live as long as
+ * the context. */
+typedef struct rootspan_provider_report {
+  size_t struct_size;
+  const char *name;        /* out */
+  const char *kind;        /* out */
+  rootspan_provider_origin origin; /* out */
+  rootspan_provider_state state;   /* out */
+  const char *library;     /* out: the library path, or NULL for a static provider */
+  const char *manifest;    /* out: the manifest that named it, or NULL */
+  uint32_t abi_major;      /* out: 0 when never negotiated */
+  uint32_t abi_minor;      /* out */
+  uint32_t device_count;   /* out */
+  int32_t priority;        /* out */
+  const char *policy;      /* out: the policy that skipped it ("L4"), or NULL */
+  const char *reason;      /* out: why it was skipped, failed, or has no device; or NULL */
+} rootspan_provider_report;
+#define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD reason
+
+ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
+ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
+                                                          rootspan_provider_report *report);
+/* The manifests read, in order. Strings live as long as the context. */
+ROOTSPAN_API rootspan_status rootspan_manifest_count(const rootspan_context *context, size_t *count);
+ROOTSPAN_API const char *rootspan_manifest_path(const rootspan_context *context, size_t index);
+
+/* A provider's device (rootspan_device_info is in types.h). */
+ROOTSPAN_API rootspan_status rootspan_provider_device_info(rootspan_context *context, const char *provider,
+                                                           uint32_t ordinal, rootspan_device_info *info,
+                                                           rootspan_error **error);
+
+/* ---- roots (DESIGN 2.1, 2.2) ------------------------------------------- */
+
+/* A root's identity and extent. */
+typedef struct rootspan_root_info {
+  size_t struct_size;
+  uint64_t root_id;        /* out: fresh, never reused, non-zero */
+  rootspan_key key;        /* out */
+  uint64_t byte_offset;    /* out */
+  uint64_t byte_length;    /* out */
+  uint64_t alignment;      /* out */
+  rootspan_dtype dtype;    /* out: NONE for an untyped root */
+  int32_t read_only;       /* out */
+  int32_t host_accessible; /* out: the provider can map it */
+  uint32_t device;         /* out: the provider's device ordinal */
+  const char *provider;    /* out: the provider's name; lives as long as the root */
+} rootspan_root_info;
+#define ROOTSPAN_ROOT_INFO_LAST_FIELD provider
+
+/* Allocates byte_length bytes from a provider and imports them as a root.
+ * memory_kind is one of ROOTSPAN_MEMORY_* (0 = host). */
+typedef struct rootspan_allocate_options {
+  size_t struct_size;
+  const char *provider;    /* provider name; borrowed */
+  uint32_t device;
+  rootspan_memory_kind memory_kind;
+  uint64_t byte_length;
+  uint64_t alignment;      /* a power of two; 0 means 64 */
+  rootspan_dtype dtype;    /* NONE: untyped root */
+} rootspan_allocate_options;
+#define ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD dtype
+
+ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context,
+                                                    const rootspan_allocate_options *options,
+                                                    rootspan_root **root, rootspan_error **error);
+
+/* Caller memory made a host root. deleter (may be NULL) is called exactly once:
+ * when the root is released, or before this call returns if it fails. */
+typedef struct rootspan_host_import {
+  size_t struct_size;
+  const char *provider;    /* NULL: "host" */
+  void *data;
+  uint64_t byte_length;
+  uint64_t alignment;      /* the alignment the caller guarantees for data */
+  rootspan_dtype dtype;    /* NONE: untyped; else byte_length is a whole number of elements */
+  int32_t read_only;
+  void (*deleter)(void *deleter_context, void *data);
+  void *deleter_context;
+} rootspan_host_import;
+#define ROOTSPAN_HOST_IMPORT_LAST_FIELD deleter_context
+
+ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context,
+                                                       const rootspan_host_import *import, rootspan_root **root,
+                                                       rootspan_error **error);
+
+ROOTSPAN_API rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_info *info);
+
+/* Releases a root through its provider's release hook, exactly once. Fails
+ * with ROOTSPAN_ERR_BUSY while claims are live; the root then stays valid. */
+ROOTSPAN_API rootspan_status rootspan_root_release(rootspan_root *root, rootspan_error **error);
+
+/* Derives a span from [offset, offset + length) relative to the root. */
+ROOTSPAN_API rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length,
+                                                  rootspan_span *span, rootspan_error **error);
+
+/* ---- claims (DESIGN 2.4) ----------------------------------------------- */
+
+/* Claims [offset, offset + length) of the root. */
+ROOTSPAN_API rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uint64_t length,
+                                                    rootspan_claim_mode mode, rootspan_claim **claim,
+                                                    rootspan_error **error);
+
+/* A range relative to a parent claim's span. */
+typedef struct rootspan_range {
+  uint64_t offset;
+  uint64_t length;
+} rootspan_range;
+
+/* Splits an exclusive claim into count disjoint exclusive children, ranges
+ * relative to the parent. The parent cannot be mapped or released while a
+ * child lives. On failure no child is made. */
+ROOTSPAN_API rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges,
+                                                  size_t count, rootspan_claim **children,
+                                                  rootspan_error **error);
+
+ROOTSPAN_API rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_span *span,
+                                                     rootspan_claim_mode *mode);
+
+/* Fails with ROOTSPAN_ERR_BUSY while the claim has mappings, children or
+ * device accesses; the claim then stays valid. */
+ROOTSPAN_API rootspan_status rootspan_claim_release(rootspan_claim *claim, rootspan_error **error);
+
+/* ---- mappings (DESIGN 2.5) --------------------------------------------- */
+
+/* Maps [offset, offset + length) relative to the claim as elements of dtype
+ * (NONE: bytes). map_write needs an exclusive claim on a writable root. */
+ROOTSPAN_API rootspan_status rootspan_map_read(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset,
+                                               uint64_t length, rootspan_mapping **mapping,
+                                               rootspan_error **error);
+ROOTSPAN_API rootspan_status rootspan_map_write(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset,
+                                                uint64_t length, rootspan_mapping **mapping,
+                                                rootspan_error **error);
+/* The mapped bytes: valid until rootspan_unmap. Write through the pointer only
+ * for a map_write mapping. */
+ROOTSPAN_API void *rootspan_mapping_data(const rootspan_mapping *mapping);
+ROOTSPAN_API uint64_t rootspan_mapping_length(const rootspan_mapping *mapping);
+ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
+
+/* ---- device access (DESIGN 2.6) ---------------------------------------- */
+
+/* Validates the request against the claim's root, then lets the provider
+ * prepare it. Roots of providers without device access answer
+ * ROOTSPAN_ERR_UNSUPPORTED. The access holds the claim until released. */
+ROOTSPAN_API rootspan_status rootspan_device_access_prepare(rootspan_claim *claim,
+                                                            const rootspan_device_access_request *request,
+                                                            rootspan_device_access *access,
+                                                            rootspan_error **error);
+ROOTSPAN_API rootspan_status rootspan_device_access_release(rootspan_claim *claim,
+                                                            const rootspan_device_access *access);
+
+/* ---- copies ------------------------------------------------------------ */
+
+/* Synchronous copies between host memory and [offset, offset + length) of a
+ * claim. copy_from_host needs an exclusive claim. Providers with host access
+ * and no copy hook are served through a mapping. */
+ROOTSPAN_API rootspan_status rootspan_copy_from_host(rootspan_claim *claim, uint64_t offset, const void *source,
+                                                     uint64_t length, rootspan_error **error);
+ROOTSPAN_API rootspan_status rootspan_copy_to_host(rootspan_claim *claim, uint64_t offset, void *destination,
+                                                   uint64_t length, rootspan_error **error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROOTSPAN_ROOTSPAN_H */

@@ -1,0 +1,435 @@
+// The extern "C" entry points (DESIGN 3.1). Each one checks its arguments,
+// normalizes incoming structs by their struct_size, calls the C++ core, and
+// turns a Diagnostic into an opaque rootspan_error. No exception leaves here.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "access.hpp"
+#include "context.hpp"
+#include "dtype.hpp"
+#include "rootspan/rootspan.h"
+
+struct rootspan_error {
+  rootspan::Diagnostic diagnostic;
+  std::string message;
+};
+struct rootspan_context {
+  std::unique_ptr<rootspan::Context> context;
+};
+
+namespace {
+
+using rootspan::Diagnostic;
+
+rootspan::Root *root_of(rootspan_root *r) { return reinterpret_cast<rootspan::Root *>(r); }
+const rootspan::Root *root_of(const rootspan_root *r) { return reinterpret_cast<const rootspan::Root *>(r); }
+rootspan_root *handle_of(rootspan::Root *r) { return reinterpret_cast<rootspan_root *>(r); }
+rootspan::Claim *claim_of(rootspan_claim *c) { return reinterpret_cast<rootspan::Claim *>(c); }
+const rootspan::Claim *claim_of(const rootspan_claim *c) { return reinterpret_cast<const rootspan::Claim *>(c); }
+rootspan_claim *handle_of(rootspan::Claim *c) { return reinterpret_cast<rootspan_claim *>(c); }
+rootspan::Mapping *mapping_of(rootspan_mapping *m) { return reinterpret_cast<rootspan::Mapping *>(m); }
+const rootspan::Mapping *mapping_of(const rootspan_mapping *m) { return reinterpret_cast<const rootspan::Mapping *>(m); }
+
+// Hands a Diagnostic to the caller (when it asked for one) and returns its code.
+rootspan_status report(rootspan_error **error, Diagnostic diagnostic) {
+  const rootspan_status code = diagnostic.code;
+  if (error != nullptr) {
+    auto *e = new (std::nothrow) rootspan_error();
+    if (e != nullptr) {
+      e->diagnostic = std::move(diagnostic);
+      e->message = e->diagnostic.message();
+    }
+    *error = e;
+  }
+  return code;
+}
+
+rootspan_status invalid(rootspan_error **error, const char *operation, const char *cause) {
+  return report(error, rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, cause));
+}
+
+// Runs an entry point's body: a Result becomes a status, an escaping exception
+// an error (allocation failure, or a bug).
+template <class Body>
+rootspan_status guarded(rootspan_error **error, const char *operation, Body &&body) noexcept {
+  try {
+    auto result = body();
+    if (result) return ROOTSPAN_OK;
+    return report(error, std::move(result).error());
+  } catch (const std::bad_alloc &) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, operation, "out of memory"));
+  } catch (const std::exception &e) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, e.what()));
+  } catch (...) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, "unknown exception"));
+  }
+}
+
+// Copies a caller's struct into a zeroed full-size one: fields the caller's
+// (older) header did not have read as zero.
+template <class T>
+T read_struct(const T *in) {
+  T out{};
+  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
+  out.struct_size = sizeof(T);
+  return out;
+}
+
+// Writes a full-size struct into a caller's, up to the caller's struct_size.
+template <class T>
+void write_struct(T *out, T value) {
+  const std::size_t size = std::min(out->struct_size, sizeof(T));
+  value.struct_size = out->struct_size;
+  std::memcpy(out, &value, size);
+}
+
+bool has_size(const void *p, std::size_t struct_size) { return p != nullptr && struct_size >= sizeof(std::size_t); }
+
+rootspan_span span_out(const rootspan::Span &s) {
+  return {sizeof(rootspan_span), s.root_id, s.offset, s.length, s.alignment};
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- versions ---------------------------------------------------------------
+
+const char *rootspan_version(void) { return "0.1.0"; }
+const char *rootspan_status_name(rootspan_status status) { return rootspan::status_name(status); }
+const char *rootspan_dtype_name(rootspan_dtype dtype) { return rootspan::dtype_name(dtype); }
+uint64_t rootspan_dtype_size(rootspan_dtype dtype) { return rootspan::dtype_size(dtype); }
+
+// ---- errors -----------------------------------------------------------------
+
+rootspan_status rootspan_error_code(const rootspan_error *error) {
+  return error == nullptr ? ROOTSPAN_ERR_OUT_OF_MEMORY : error->diagnostic.code;
+}
+const char *rootspan_error_operation(const rootspan_error *error) {
+  return error == nullptr ? "" : error->diagnostic.operation.c_str();
+}
+const char *rootspan_error_message(const rootspan_error *error) {
+  return error == nullptr ? "out of memory while reporting an error" : error->message.c_str();
+}
+const char *rootspan_error_cause(const rootspan_error *error) {
+  return error == nullptr ? "" : error->diagnostic.cause.c_str();
+}
+const char *rootspan_error_policy(const rootspan_error *error) {
+  return error == nullptr ? "" : error->diagnostic.policy.c_str();
+}
+rootspan_status rootspan_error_requested(const rootspan_error *error, rootspan_requested *requested) {
+  if (error == nullptr || !has_size(requested, requested ? requested->struct_size : 0)) {
+    return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  }
+  const rootspan::Requested &r = error->diagnostic.requested;
+  write_struct(requested, rootspan_requested{sizeof(rootspan_requested), r.kind, r.root_id,
+                                             {r.key.domain, r.key.local}, r.offset, r.length});
+  return ROOTSPAN_OK;
+}
+int rootspan_error_resolution(const rootspan_error *error, rootspan_span *span) {
+  if (error == nullptr || !error->diagnostic.resolution) return 0;
+  if (has_size(span, span ? span->struct_size : 0)) write_struct(span, span_out(*error->diagnostic.resolution));
+  return 1;
+}
+int rootspan_error_values(const rootspan_error *error, uint64_t *expected, uint64_t *actual) {
+  if (error == nullptr || !error->diagnostic.values) return 0;
+  if (expected != nullptr) *expected = error->diagnostic.values->first;
+  if (actual != nullptr) *actual = error->diagnostic.values->second;
+  return 1;
+}
+void rootspan_error_free(rootspan_error *error) { delete error; }
+
+// ---- contexts and providers -----------------------------------------------------
+
+rootspan_status rootspan_context_create(const rootspan_context_options *options, rootspan_context **context,
+                                        rootspan_error **error) {
+  if (context == nullptr) return invalid(error, "context_create", "context is NULL");
+  *context = nullptr;
+  if (options != nullptr && !has_size(options, options->struct_size)) {
+    return invalid(error, "context_create", "options.struct_size is too small");
+  }
+  return guarded(error, "context_create", [&]() -> rootspan::Result<void> {
+    rootspan::ContextOptions opts;
+    if (options != nullptr) {
+      const rootspan_context_options o = read_struct(options);
+      opts.static_providers = o.no_static_providers == 0;
+      for (std::size_t i = 0; i < o.manifest_count; ++i) opts.manifests.emplace_back(o.manifests[i]);
+      opts.discover_manifests = o.discover_manifests != 0;
+    }
+    auto created_result = rootspan::Context::create(opts);
+    if (!created_result) return std::move(created_result).error();
+    auto created = std::move(created_result).value();
+    *context = new rootspan_context{std::move(created)};
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_context_destroy(rootspan_context *context, uint64_t *live_roots) {
+  if (context == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const std::uint64_t left = context->context->destroy();
+  if (live_roots != nullptr) *live_roots = left;
+  delete context;
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count) {
+  if (context == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = context->context->reports().size();
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
+                                             rootspan_provider_report *report) {
+  if (context == nullptr || !has_size(report, report ? report->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const auto &reports = context->context->reports();
+  if (index >= reports.size()) return ROOTSPAN_ERR_NOT_FOUND;
+  const rootspan::ProviderReport &r = reports[index];
+  auto c_str_or_null = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
+  write_struct(report, rootspan_provider_report{sizeof(rootspan_provider_report), r.name.c_str(), r.kind.c_str(),
+                                                r.origin, r.state, c_str_or_null(r.library),
+                                                c_str_or_null(r.manifest), r.abi_major, r.abi_minor,
+                                                r.device_count, r.priority, c_str_or_null(r.policy),
+                                                c_str_or_null(r.reason)});
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_manifest_count(const rootspan_context *context, size_t *count) {
+  if (context == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = context->context->manifests().size();
+  return ROOTSPAN_OK;
+}
+
+const char *rootspan_manifest_path(const rootspan_context *context, size_t index) {
+  if (context == nullptr || index >= context->context->manifests().size()) return nullptr;
+  return context->context->manifests()[index].c_str();
+}
+
+rootspan_status rootspan_provider_device_info(rootspan_context *context, const char *provider, uint32_t ordinal,
+                                              rootspan_device_info *info, rootspan_error **error) {
+  if (context == nullptr || provider == nullptr || !has_size(info, info ? info->struct_size : 0)) {
+    return invalid(error, "device_info", "context, provider or info is NULL, or info.struct_size is too small");
+  }
+  return guarded(error, "device_info", [&]() -> rootspan::Result<void> {
+    auto p_result = context->context->provider(provider);
+    if (!p_result) return std::move(p_result).error();
+    auto p = std::move(p_result).value();
+    if (ordinal >= p->device_count()) {
+      return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "device_info",
+                                  "provider '" + p->name() + "' has " + std::to_string(p->device_count()) +
+                                      " devices; ordinal " + std::to_string(ordinal) + " does not exist",
+                                  p->device_count(), ordinal);
+    }
+    rootspan_device_info full{};
+    full.struct_size = sizeof full;
+    BOOST_OUTCOME_TRY(p->invoke("device_info", [&](rootspan_provider_message *m) {
+      return p->table().device_info(p->instance(), ordinal, &full, m);
+    }));
+    full.name[sizeof full.name - 1] = '\0';
+    full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
+    write_struct(info, full);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+// ---- roots ------------------------------------------------------------------------
+
+rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
+                                       rootspan_root **root, rootspan_error **error) {
+  if (context == nullptr || root == nullptr || !has_size(options, options ? options->struct_size : 0)) {
+    return invalid(error, "import_unique_root", "context, options or root is NULL, or options.struct_size is too small");
+  }
+  *root = nullptr;
+  return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
+    const rootspan_allocate_options o = read_struct(options);
+    rootspan::AllocateOptions opts;
+    opts.provider = o.provider == nullptr ? "host" : o.provider;
+    opts.device = o.device;
+    opts.memory_kind = o.memory_kind;
+    opts.byte_length = o.byte_length;
+    opts.alignment = o.alignment == 0 ? 64 : o.alignment;
+    opts.dtype = o.dtype;
+    auto made_result = context->context->allocate(opts);
+    if (!made_result) return std::move(made_result).error();
+    auto made = std::move(made_result).value();
+    *root = handle_of(made);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_root_import_host(rootspan_context *context, const rootspan_host_import *import,
+                                          rootspan_root **root, rootspan_error **error) {
+  if (import != nullptr && has_size(import, import->struct_size) &&
+      (context == nullptr || root == nullptr)) {
+    // The deleter runs exactly once, even when the call is malformed.
+    const rootspan_host_import i = read_struct(import);
+    if (i.deleter != nullptr) i.deleter(i.deleter_context, i.data);
+  }
+  if (context == nullptr || root == nullptr || !has_size(import, import ? import->struct_size : 0)) {
+    return invalid(error, "import_unique_root", "context, import or root is NULL, or import.struct_size is too small");
+  }
+  *root = nullptr;
+  return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
+    const rootspan_host_import i = read_struct(import);
+    rootspan::HostImport host;
+    host.provider = i.provider == nullptr ? "host" : i.provider;
+    host.memory = {sizeof(rootspan_host_memory), i.data, i.byte_length, i.alignment, i.deleter, i.deleter_context};
+    host.dtype = i.dtype;
+    host.read_only = i.read_only != 0;
+    auto made_result = context->context->import_host(host);
+    if (!made_result) return std::move(made_result).error();
+    auto made = std::move(made_result).value();
+    *root = handle_of(made);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_info *info) {
+  if (root == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const rootspan::Root &r = *root_of(root);
+  write_struct(info, rootspan_root_info{sizeof(rootspan_root_info), r.id, {r.extent.key.domain, r.extent.key.local},
+                                        r.extent.offset, r.extent.length, r.extent.alignment, r.dtype,
+                                        r.read_only ? 1 : 0, r.host_accessible() ? 1 : 0, r.allocation.device,
+                                        r.provider->name().c_str()});
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_root_release(rootspan_root *root, rootspan_error **error) {
+  if (root == nullptr) return invalid(error, "release_root", "root is NULL");
+  return guarded(error, "release_root", [&] { return root_of(root)->context->release(root_of(root)); });
+}
+
+rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length,
+                                     rootspan_span *span, rootspan_error **error) {
+  if (root == nullptr || !has_size(span, span ? span->struct_size : 0)) {
+    return invalid(error, "span", "root or span is NULL, or span.struct_size is too small");
+  }
+  return guarded(error, "span", [&]() -> rootspan::Result<void> {
+    auto s_result = rootspan::span_of(*root_of(root), offset, length);
+    if (!s_result) return std::move(s_result).error();
+    auto s = std::move(s_result).value();
+    write_struct(span, span_out(s));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+// ---- claims -----------------------------------------------------------------------
+
+rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uint64_t length, rootspan_claim_mode mode,
+                                       rootspan_claim **claim, rootspan_error **error) {
+  if (root == nullptr || claim == nullptr) return invalid(error, "claim", "root or claim is NULL");
+  if (mode != ROOTSPAN_CLAIM_SHARED && mode != ROOTSPAN_CLAIM_EXCLUSIVE) {
+    return invalid(error, "claim", "mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
+  }
+  *claim = nullptr;
+  return guarded(error, "claim", [&]() -> rootspan::Result<void> {
+    auto c_result = rootspan::claim_acquire(*root_of(root), offset, length, mode);
+    if (!c_result) return std::move(c_result).error();
+    auto c = std::move(c_result).value();
+    *claim = handle_of(c);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges, size_t count,
+                                     rootspan_claim **children, rootspan_error **error) {
+  if (parent == nullptr || (count != 0 && (ranges == nullptr || children == nullptr))) {
+    return invalid(error, "claim_split", "parent, ranges or children is NULL");
+  }
+  return guarded(error, "claim_split", [&] {
+    return rootspan::claim_split(*claim_of(parent), ranges, count, reinterpret_cast<rootspan::Claim **>(children));
+  });
+}
+
+rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_span *span, rootspan_claim_mode *mode) {
+  if (claim == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (has_size(span, span ? span->struct_size : 0)) write_struct(span, span_out(claim_of(claim)->span));
+  if (mode != nullptr) *mode = claim_of(claim)->mode;
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_claim_release(rootspan_claim *claim, rootspan_error **error) {
+  if (claim == nullptr) return invalid(error, "release_claim", "claim is NULL");
+  return guarded(error, "release_claim", [&] { return rootspan::claim_release(*claim_of(claim)); });
+}
+
+// ---- mappings ---------------------------------------------------------------------
+
+static rootspan_status map(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset, uint64_t length,
+                           rootspan_mapping **mapping, rootspan_error **error, bool write) {
+  const char *operation = write ? "map_write" : "map_read";
+  if (claim == nullptr || mapping == nullptr) return invalid(error, operation, "claim or mapping is NULL");
+  *mapping = nullptr;
+  return guarded(error, operation, [&]() -> rootspan::Result<void> {
+    auto m_result = rootspan::map_range(*claim_of(claim), dtype, offset, length, write);
+    if (!m_result) return std::move(m_result).error();
+    auto m = std::move(m_result).value();
+    *mapping = reinterpret_cast<rootspan_mapping *>(m);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_map_read(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset, uint64_t length,
+                                  rootspan_mapping **mapping, rootspan_error **error) {
+  return map(claim, dtype, offset, length, mapping, error, false);
+}
+
+rootspan_status rootspan_map_write(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset, uint64_t length,
+                                   rootspan_mapping **mapping, rootspan_error **error) {
+  return map(claim, dtype, offset, length, mapping, error, true);
+}
+
+void *rootspan_mapping_data(const rootspan_mapping *mapping) {
+  return mapping == nullptr ? nullptr : mapping_of(mapping)->provider.data;
+}
+
+uint64_t rootspan_mapping_length(const rootspan_mapping *mapping) {
+  return mapping == nullptr ? 0 : mapping_of(mapping)->provider.byte_length;
+}
+
+rootspan_status rootspan_unmap(rootspan_mapping *mapping) {
+  if (mapping == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  rootspan::unmap(*mapping_of(mapping));
+  return ROOTSPAN_OK;
+}
+
+// ---- device access ----------------------------------------------------------------
+
+rootspan_status rootspan_device_access_prepare(rootspan_claim *claim, const rootspan_device_access_request *request,
+                                               rootspan_device_access *access, rootspan_error **error) {
+  if (claim == nullptr || !has_size(request, request ? request->struct_size : 0) ||
+      !has_size(access, access ? access->struct_size : 0)) {
+    return invalid(error, "prepare_device_access", "claim, request or access is NULL, or a struct_size is too small");
+  }
+  return guarded(error, "prepare_device_access", [&] {
+    return rootspan::device_access_prepare(*claim_of(claim), read_struct(request), *access);
+  });
+}
+
+rootspan_status rootspan_device_access_release(rootspan_claim *claim, const rootspan_device_access *access) {
+  if (claim == nullptr || !has_size(access, access ? access->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  rootspan_error *ignored = nullptr;
+  const rootspan_status status = guarded(&ignored, "release_device_access", [&] {
+    return rootspan::device_access_release(*claim_of(claim), *access);
+  });
+  rootspan_error_free(ignored);
+  return status;
+}
+
+// ---- copies -----------------------------------------------------------------------
+
+rootspan_status rootspan_copy_from_host(rootspan_claim *claim, uint64_t offset, const void *source, uint64_t length,
+                                        rootspan_error **error) {
+  if (claim == nullptr || (source == nullptr && length != 0)) return invalid(error, "copy_from_host", "claim or source is NULL");
+  return guarded(error, "copy_from_host", [&] { return rootspan::copy_from_host(*claim_of(claim), offset, source, length); });
+}
+
+rootspan_status rootspan_copy_to_host(rootspan_claim *claim, uint64_t offset, void *destination, uint64_t length,
+                                      rootspan_error **error) {
+  if (claim == nullptr || (destination == nullptr && length != 0)) {
+    return invalid(error, "copy_to_host", "claim or destination is NULL");
+  }
+  return guarded(error, "copy_to_host", [&] { return rootspan::copy_to_host(*claim_of(claim), offset, destination, length); });
+}
+
+}  // extern "C"

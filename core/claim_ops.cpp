@@ -1,0 +1,69 @@
+#include "access.hpp"
+#include "span.hpp"
+
+namespace rootspan {
+
+Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t length) {
+  auto span = derive_span(root.id, root.extent, offset, length);
+  if (!span) return with_request(span.error(), "span", root.request(offset, length));
+  return span;
+}
+
+Result<Claim *> claim_acquire(Root &root, std::uint64_t offset, std::uint64_t length, rootspan_claim_mode mode) {
+  const Requested requested = root.request(offset, length);
+  auto span = derive_span(root.id, root.extent, offset, length);
+  if (!span) return with_request(span.error(), "claim", requested);
+  if (mode == ROOTSPAN_CLAIM_EXCLUSIVE && root.read_only) {
+    Diagnostic d = make_error(ROOTSPAN_ERR_READ_ONLY, "claim", "root is read-only; an exclusive claim needs write access");
+    d.requested = requested;
+    return d;
+  }
+  std::lock_guard lock(root.mutex);
+  auto claim = root.claims.acquire(&root, span.value(), mode);
+  if (!claim) return with_request(claim.error(), "claim", requested);
+  return claim;
+}
+
+Result<void> claim_split(Claim &parent, const rootspan_range *ranges, std::size_t count, Claim **children) {
+  Root &root = *parent.root;
+  const std::uint64_t parent_relative = parent.relative_offset();
+  // The children as spans of the root, checked like any other span.
+  std::vector<Span> spans;
+  spans.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t offset = 0;
+    if (__builtin_add_overflow(parent_relative, ranges[i].offset, &offset)) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_OFFSET_OVERFLOW, "claim_split",
+                                "child " + std::to_string(i) + " offset overflows 64 bits");
+      d.requested = root.request(parent_relative, parent.span.length);
+      return d;
+    }
+    auto span = derive_span(root.id, root.extent, offset, ranges[i].length);
+    if (!span) return with_request(span.error(), "claim_split", root.request(offset, ranges[i].length));
+    spans.push_back(span.value());
+  }
+  std::lock_guard lock(root.mutex);
+  auto split = root.claims.split(&parent, spans.data(), count, children);
+  if (!split) {
+    Diagnostic d = split.error();
+    d.requested = root.request(parent_relative, parent.span.length);
+    d.resolution = parent.span;
+    return d;
+  }
+  return split;
+}
+
+Result<void> claim_release(Claim &claim) {
+  Root &root = *claim.root;
+  std::lock_guard lock(root.mutex);
+  auto released = root.claims.release(&claim);
+  if (!released) {
+    Diagnostic d = released.error();
+    d.requested = root.request(claim.relative_offset(), claim.span.length);
+    d.resolution = claim.span;
+    return d;
+  }
+  return released;
+}
+
+}  // namespace rootspan

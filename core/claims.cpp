@@ -1,0 +1,131 @@
+#include "claims.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "root.hpp"
+#include "span.hpp"
+
+namespace rootspan {
+
+namespace {
+
+const char *mode_name(rootspan_claim_mode mode) { return mode == ROOTSPAN_CLAIM_EXCLUSIVE ? "exclusive" : "shared"; }
+
+std::string range_text(std::uint64_t offset, std::uint64_t length) {
+  return "[" + std::to_string(offset) + "," + std::to_string(offset + length) + ")";
+}
+
+}  // namespace
+
+std::uint64_t Claim::relative_offset() const { return span.offset - root->extent.offset; }
+
+std::string describe_claim(const Claim &claim) {
+  return std::string(mode_name(claim.mode)) + " claim " + range_text(claim.relative_offset(), claim.span.length);
+}
+
+Claim *ClaimBook::new_claim() {
+  if (free_claims_.empty()) {
+    claim_storage_.push_back(std::make_unique<Claim>());
+    free_claims_.push_back(claim_storage_.back().get());
+  }
+  Claim *claim = free_claims_.back();
+  free_claims_.pop_back();
+  *claim = Claim{};
+  return claim;
+}
+
+Result<Claim *> ClaimBook::acquire(Root *root, const Span &span, rootspan_claim_mode mode) {
+  for (const Claim *other : live_) {
+    if ((mode == ROOTSPAN_CLAIM_EXCLUSIVE || other->mode == ROOTSPAN_CLAIM_EXCLUSIVE) &&
+        spans_overlap(span, other->span)) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_CONFLICT, "claim", "conflict with " + describe_claim(*other));
+      return d;
+    }
+  }
+  // Reserve first so that a failed push_back cannot lose the claim record.
+  live_.reserve(live_.size() + 1);
+  Claim *claim = new_claim();
+  claim->root = root;
+  claim->span = span;
+  claim->mode = mode;
+  live_.push_back(claim);
+  return claim;
+}
+
+Result<void> ClaimBook::split(Claim *parent, const Span *children, std::size_t count, Claim **out) {
+  if (parent->mode != ROOTSPAN_CLAIM_EXCLUSIVE) {
+    return make_error(ROOTSPAN_ERR_CONFLICT, "claim_split",
+                      "only an exclusive claim can be split; the parent is a " + describe_claim(*parent));
+  }
+  if (parent->mappings != 0 || parent->device_accesses != 0 || parent->children != 0) {
+    return make_error(ROOTSPAN_ERR_BUSY, "claim_split",
+                      "the parent " + describe_claim(*parent) + " is mapped, accessed or already split");
+  }
+  const std::uint64_t base = parent->root->extent.offset;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Span &child = children[i];
+    if (child.offset < parent->span.offset || child.end() > parent->span.end()) {
+      return make_error(ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "claim_split",
+                        "child " + std::to_string(i) + " " + range_text(child.offset - base, child.length) +
+                            " lies outside the parent " + describe_claim(*parent));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (spans_overlap(child, children[j])) {
+        return make_error(ROOTSPAN_ERR_CONFLICT, "claim_split",
+                          "child " + std::to_string(i) + " " + range_text(child.offset - base, child.length) +
+                              " overlaps child " + std::to_string(j) + " " +
+                              range_text(children[j].offset - base, children[j].length));
+      }
+    }
+  }
+  live_.reserve(live_.size() + count);
+  claim_storage_.reserve(claim_storage_.size() + count);
+  for (std::size_t i = 0; i < count; ++i) {
+    Claim *claim = new_claim();
+    claim->root = parent->root;
+    claim->span = children[i];
+    claim->mode = ROOTSPAN_CLAIM_EXCLUSIVE;
+    claim->parent = parent;
+    live_.push_back(claim);
+    out[i] = claim;
+  }
+  parent->children += static_cast<std::uint32_t>(count);
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> ClaimBook::release(Claim *claim) {
+  if (claim->children != 0 || claim->mappings != 0 || claim->device_accesses != 0) {
+    return make_error(ROOTSPAN_ERR_BUSY, "release_claim",
+                      describe_claim(*claim) + " still has " + std::to_string(claim->children) + " children, " +
+                          std::to_string(claim->mappings) + " mappings and " +
+                          std::to_string(claim->device_accesses) + " device accesses");
+  }
+  auto it = std::find(live_.begin(), live_.end(), claim);
+  live_.erase(it);
+  if (claim->parent != nullptr) --claim->parent->children;
+  claim->root = nullptr;
+  free_claims_.push_back(claim);  // capacity never shrinks: no allocation here
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Mapping *ClaimBook::new_mapping(Claim *claim) {
+  if (free_mappings_.empty()) {
+    mapping_storage_.push_back(std::make_unique<Mapping>());
+    free_mappings_.push_back(mapping_storage_.back().get());
+  }
+  Mapping *mapping = free_mappings_.back();
+  free_mappings_.pop_back();
+  *mapping = Mapping{};
+  mapping->claim = claim;
+  ++claim->mappings;
+  return mapping;
+}
+
+void ClaimBook::free_mapping(Mapping *mapping) {
+  --mapping->claim->mappings;
+  mapping->claim = nullptr;
+  free_mappings_.push_back(mapping);
+}
+
+}  // namespace rootspan

@@ -1,0 +1,209 @@
+#include "context.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dtype.hpp"
+#include "static_providers.hpp"
+
+namespace rootspan {
+
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+ProviderReport loaded_report(const Provider &provider, rootspan_provider_origin origin) {
+  ProviderReport report;
+  report.name = provider.name();
+  report.kind = provider.kind();
+  report.origin = origin;
+  report.abi_major = provider.table().abi_major;
+  report.abi_minor = provider.table().abi_minor;
+  report.device_count = static_cast<std::uint32_t>(provider.device_count());
+  if (provider.device_count() == 0) report.reason = provider.device_note();
+  return report;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Context>> Context::create(const ContextOptions &options) {
+  std::unique_ptr<Context> context(new Context());
+  if (options.static_providers) {
+    BOOST_OUTCOME_TRY(context->start_static_providers());
+  }
+  if (!options.manifests.empty() || options.discover_manifests) {
+    return make_error(ROOTSPAN_ERR_UNSUPPORTED, "load_manifest", "manifest loading is not built into this core");
+  }
+  return context;
+}
+
+Result<void> Context::start_static_providers() {
+  for (rootspan_provider_entry_fn entry : static_provider_entries()) {
+    const rootspan_provider_table *table = entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR);
+    rootspan_provider_table full{};
+    std::memcpy(&full, table, std::min(table->struct_size, sizeof full));
+    auto started = Provider::start(full, nullptr, "{}");
+    if (!started) return started.error();
+    reports_.push_back(loaded_report(*started.value(), ROOTSPAN_ORIGIN_STATIC));
+    providers_.push_back(std::move(started).value());
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Context::~Context() { destroy(); }
+
+std::uint64_t Context::destroy() {
+  std::unordered_map<Key, std::unique_ptr<Root>, KeyHash> left;
+  {
+    std::lock_guard lock(mutex_);
+    left.swap(roots_);
+  }
+  for (auto &[key, root] : left) release_allocation(*root->provider, root->allocation);
+  const std::uint64_t count = left.size();
+  left.clear();       // drops each root's provider reference
+  providers_.clear(); // the last reference shuts each provider down
+  return count;
+}
+
+Result<std::shared_ptr<Provider>> Context::provider(const std::string &name) const {
+  for (const auto &p : providers_) {
+    if (p->name() == name) return p;
+  }
+  std::string known;
+  for (const auto &p : providers_) known += (known.empty() ? "" : ", ") + p->name();
+  return make_error(ROOTSPAN_ERR_NOT_FOUND, "",
+                    "no loaded provider is named '" + name + "' (loaded: " + (known.empty() ? "none" : known) + ")");
+}
+
+std::size_t Context::live_roots() const {
+  std::lock_guard lock(mutex_);
+  return roots_.size();
+}
+
+void Context::release_allocation(const Provider &provider, const rootspan_provider_allocation &allocation) const {
+  provider.invoke_quietly([&] { provider.table().release(provider.instance(), &allocation); });
+}
+
+Result<Root *> Context::adopt(const std::shared_ptr<Provider> &provider, const rootspan_provider_allocation &allocation,
+                              const AllocationExpectation &expected, bool read_only, const char *operation) {
+  const Key key{allocation.key.domain, allocation.key.local};
+  const Requested requested = Requested::key_range(key, allocation.byte_offset, allocation.byte_length);
+  auto reject = [&](Diagnostic d) {
+    release_allocation(*provider, allocation);
+    d.policy = "L9";
+    return with_request(std::move(d), operation, requested);
+  };
+  auto valid = validate_allocation(*provider, allocation, expected);
+  if (!valid) return reject(valid.error());
+
+  auto root = std::make_unique<Root>();
+  root->context = this;
+  root->provider = provider;
+  root->allocation = allocation;
+  root->extent = {key, allocation.byte_offset, allocation.byte_length, allocation.alignment};
+  root->dtype = expected.dtype;
+  root->read_only = read_only;
+
+  std::lock_guard lock(mutex_);
+  auto found = roots_.find(key);
+  if (found != roots_.end()) {
+    return reject(make_error(ROOTSPAN_ERR_DUPLICATE_IDENTITY, "",
+                             "live root " + str(found->second->id) + " already has key (" + str(key.domain) + "," +
+                                 str(key.local) + ")"));
+  }
+  auto id = next_root_id();
+  if (!id) return reject(id.error());
+  root->id = id.value();
+  Root *raw = root.get();
+  roots_.emplace(key, std::move(root));
+  return raw;
+}
+
+Result<Root *> Context::allocate(const AllocateOptions &options) {
+  const Requested requested = Requested::range(0, options.byte_length);
+  auto fail = [&](Diagnostic d) { return with_request(std::move(d), "import_unique_root", requested); };
+  auto provider = this->provider(options.provider);
+  if (!provider) return fail(provider.error());
+  if (!is_power_of_two(options.alignment)) {
+    return fail(make_error(ROOTSPAN_ERR_INVALID_ALIGNMENT, "",
+                           "alignment " + str(options.alignment) + " is not a non-zero power of two"));
+  }
+  if (!dtype_is_known(options.dtype)) {
+    return fail(make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "unknown element type " + str(options.dtype)));
+  }
+  const Provider &p = *provider.value();
+  rootspan_allocation_request request{sizeof(rootspan_allocation_request), options.device, options.memory_kind,
+                                      options.byte_length, options.alignment};
+  rootspan_provider_allocation allocation{};
+  allocation.struct_size = sizeof allocation;
+  auto made = p.invoke("allocate", [&](rootspan_provider_message *m) {
+    return p.table().allocate(p.instance(), &request, &allocation, m);
+  });
+  if (!made) return fail(made.error());
+  allocation.struct_size = sizeof allocation;
+  return adopt(provider.value(), allocation, {options.byte_length, options.alignment, options.dtype}, false,
+               "import_unique_root");
+}
+
+Result<Root *> Context::import_host(const HostImport &import) {
+  const rootspan_host_memory &memory = import.memory;
+  auto delete_caller_memory = [&] {
+    if (memory.deleter != nullptr) memory.deleter(memory.deleter_context, memory.data);
+  };
+  const Requested requested = Requested::range(0, memory.byte_length);
+  auto fail = [&](Diagnostic d) {
+    delete_caller_memory();
+    return with_request(std::move(d), "import_unique_root", requested);
+  };
+  auto provider = this->provider(import.provider);
+  if (!provider) return fail(provider.error());
+  const Provider &p = *provider.value();
+  if (p.table().import_host_memory == nullptr) {
+    return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "",
+                           "provider '" + p.name() + "' cannot import host memory"));
+  }
+  if (memory.data == nullptr && memory.byte_length != 0) {
+    return fail(make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "", "data is NULL for a non-empty import"));
+  }
+  if (!is_power_of_two(memory.alignment)) {
+    return fail(make_error(ROOTSPAN_ERR_INVALID_ALIGNMENT, "",
+                           "alignment " + str(memory.alignment) + " is not a non-zero power of two"));
+  }
+  if (!dtype_is_known(import.dtype)) {
+    return fail(make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "unknown element type " + str(import.dtype)));
+  }
+  rootspan_provider_allocation allocation{};
+  allocation.struct_size = sizeof allocation;
+  auto made = p.invoke("import_host_memory", [&](rootspan_provider_message *m) {
+    return p.table().import_host_memory(p.instance(), &memory, &allocation, m);
+  });
+  if (!made) return fail(made.error());  // the provider took nothing: the core deletes
+  allocation.struct_size = sizeof allocation;
+  // From here the provider owns the deleter: a rejected import releases the
+  // allocation, and the provider's release calls it.
+  return adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
+               "import_unique_root");
+}
+
+Result<void> Context::release(Root *root) {
+  std::unique_ptr<Root> owned;
+  {
+    std::lock_guard table_lock(mutex_);
+    std::lock_guard root_lock(root->mutex);
+    if (root->claims.live_count() != 0) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_BUSY, "release_root",
+                                str(root->claims.live_count()) + " claims are live, the first a " +
+                                    describe_claim(*root->claims.first_live()) + "; the root stays valid",
+                                0, root->claims.live_count());
+      d.requested = root->request(0, root->extent.length);
+      return d;
+    }
+    auto found = roots_.find(root->extent.key);
+    owned = std::move(found->second);
+    roots_.erase(found);
+  }
+  release_allocation(*owned->provider, owned->allocation);
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+}  // namespace rootspan

@@ -1,0 +1,99 @@
+// Context (DESIGN 2.8): the providers it loaded, static and from manifests,
+// and the table of its live roots. Contexts share nothing but the
+// process-wide root id and domain counters.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "provider.hpp"
+#include "root.hpp"
+
+namespace rootspan {
+
+// One provider the context knows of, loaded or not; mirrors
+// rootspan_provider_report.
+struct ProviderReport {
+  std::string name;
+  std::string kind;
+  rootspan_provider_origin origin = ROOTSPAN_ORIGIN_STATIC;
+  rootspan_provider_state state = ROOTSPAN_PROVIDER_LOADED;
+  std::string library;   // "" for a static provider
+  std::string manifest;  // "" for a static provider
+  std::uint32_t abi_major = 0;
+  std::uint32_t abi_minor = 0;
+  std::uint32_t device_count = 0;
+  std::int32_t priority = 0;
+  std::string policy;  // the policy that skipped it, or ""
+  std::string reason;  // why it was skipped or failed, or why it has no device
+};
+
+struct ContextOptions {
+  bool static_providers = true;
+  std::vector<std::string> manifests;
+  bool discover_manifests = false;
+};
+
+struct AllocateOptions {
+  std::string provider;
+  std::uint32_t device = 0;
+  rootspan_memory_kind memory_kind = ROOTSPAN_MEMORY_HOST;
+  std::uint64_t byte_length = 0;
+  std::uint64_t alignment = 64;
+  rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;
+};
+
+struct HostImport {
+  std::string provider = "host";
+  rootspan_host_memory memory{};  // data, length, alignment, deleter
+  rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;
+  bool read_only = false;
+};
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> create(const ContextOptions &options);
+  ~Context();  // releases what is left; see destroy()
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  // Releases every live root (each once, through its provider), then drops
+  // the providers. Returns how many roots were still live.
+  std::uint64_t destroy();
+
+  Result<Root *> allocate(const AllocateOptions &options);
+  // The deleter runs exactly once: at release, or before a failed import returns.
+  Result<Root *> import_host(const HostImport &import);
+  // Busy while claims are live; the root then stays valid.
+  Result<void> release(Root *root);
+
+  Result<std::shared_ptr<Provider>> provider(const std::string &name) const;
+  const std::vector<std::shared_ptr<Provider>> &providers() const { return providers_; }
+  const std::vector<ProviderReport> &reports() const { return reports_; }
+  const std::vector<std::string> &manifests() const { return manifests_; }
+  std::size_t live_roots() const;
+
+ private:
+  Context() = default;
+  Result<void> start_static_providers();
+  // Validates an allocation the provider made and makes it a root; on any
+  // failure the provider's release hook runs exactly once.
+  Result<Root *> adopt(const std::shared_ptr<Provider> &provider, const rootspan_provider_allocation &allocation,
+                       const AllocationExpectation &expected, bool read_only, const char *operation);
+  void release_allocation(const Provider &provider, const rootspan_provider_allocation &allocation) const;
+
+  std::vector<std::shared_ptr<Provider>> providers_;
+  std::vector<ProviderReport> reports_;
+  std::vector<std::string> manifests_;
+
+  struct KeyHash {
+    std::size_t operator()(const Key &k) const { return std::hash<std::uint64_t>()(k.domain * 0x9E3779B97F4A7C15ull ^ k.local); }
+  };
+  mutable std::mutex mutex_;  // guards roots_; never held on the claim path
+  std::unordered_map<Key, std::unique_ptr<Root>, KeyHash> roots_;
+};
+
+}  // namespace rootspan

@@ -1,0 +1,72 @@
+// Copies between host memory and a claimed range: through the provider's copy
+// hooks when it has them (device memory), else through a byte mapping.
+#include <cstring>
+#include <string>
+
+#include "access.hpp"
+
+namespace rootspan {
+
+namespace {
+
+Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t length, bool to_device) {
+  Root &root = *claim.root;
+  const char *operation = to_device ? "copy_from_host" : "copy_to_host";
+  const rootspan_provider_table &table = root.provider->table();
+  auto hook_present = to_device ? table.copy_from_host != nullptr : table.copy_to_host != nullptr;
+  if (!hook_present) {
+    auto mapped = map_range(claim, ROOTSPAN_DTYPE_NONE, offset, length, to_device);
+    if (!mapped) {
+      Diagnostic d = mapped.error();
+      d.operation = operation;
+      return d;
+    }
+    Mapping *mapping = mapped.value();
+    if (length != 0) {
+      if (to_device) {
+        std::memcpy(mapping->provider.data, host, length);
+      } else {
+        std::memcpy(host, mapping->provider.data, length);
+      }
+    }
+    unmap(*mapping);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+  std::uint64_t end = 0;
+  const Requested requested = root.request(claim.relative_offset() + offset, length);
+  auto fail = [&](Diagnostic d) {
+    d.operation = operation;
+    d.requested = requested;
+    d.resolution = claim.span;
+    return d;
+  };
+  if (__builtin_add_overflow(offset, length, &end) || end > claim.span.length) {
+    return fail(make_error(ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "",
+                           "copy range leaves the claim of " + std::to_string(claim.span.length) + " bytes",
+                           claim.span.length, end));
+  }
+  if (to_device && (root.read_only || claim.mode != ROOTSPAN_CLAIM_EXCLUSIVE)) {
+    return fail(make_error(ROOTSPAN_ERR_READ_ONLY, "", "copy_from_host needs an exclusive claim on a writable root"));
+  }
+  const std::uint64_t absolute = claim.span.offset + offset;
+  auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
+    return to_device ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length,
+                                            nullptr, m)
+                     : table.copy_to_host(root.provider->instance(), &root.allocation, absolute, host, length,
+                                          nullptr, m);
+  });
+  if (!called) return fail(called.error());
+  return called;
+}
+
+}  // namespace
+
+Result<void> copy_from_host(Claim &claim, std::uint64_t offset, const void *source, std::uint64_t length) {
+  return copy(claim, offset, const_cast<void *>(source), length, true);
+}
+
+Result<void> copy_to_host(Claim &claim, std::uint64_t offset, void *destination, std::uint64_t length) {
+  return copy(claim, offset, destination, length, false);
+}
+
+}  // namespace rootspan

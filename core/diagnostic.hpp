@@ -1,0 +1,84 @@
+// Diagnostic: the one error type of the core (DESIGN 2.7). Every failure
+// carries its code, the operation, what was requested, whether and to which
+// span it resolved, and the cause with expected and actual values. The C ABI
+// wraps it in an opaque rootspan_error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <boost/outcome.hpp>
+
+#include "rootspan/rootspan.h"
+
+namespace rootspan {
+
+struct Key {
+  std::uint64_t domain = 0;
+  std::uint64_t local = 0;
+  friend bool operator==(const Key &, const Key &) = default;
+};
+
+// What an operation was asked to do; mirrors rootspan_requested.
+struct Requested {
+  rootspan_requested_kind kind = ROOTSPAN_REQUESTED_NONE;
+  std::uint64_t root_id = 0;
+  Key key;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+
+  static Requested none() { return {}; }
+  static Requested range(std::uint64_t offset, std::uint64_t length) {
+    return {ROOTSPAN_REQUESTED_RANGE, 0, {}, offset, length};
+  }
+  static Requested key_range(Key key, std::uint64_t offset, std::uint64_t length) {
+    return {ROOTSPAN_REQUESTED_KEY_RANGE, 0, key, offset, length};
+  }
+  static Requested root_range(std::uint64_t root_id, Key key, std::uint64_t offset, std::uint64_t length) {
+    return {ROOTSPAN_REQUESTED_ROOT_KEY_RANGE, root_id, key, offset, length};
+  }
+};
+
+// A span: a range bound to one root (DESIGN 2.3).
+struct Span {
+  std::uint64_t root_id = 0;
+  std::uint64_t offset = 0;  // absolute byte offset in the allocation
+  std::uint64_t length = 0;
+  std::uint64_t alignment = 1;
+  std::uint64_t end() const { return offset + length; }
+};
+
+struct Diagnostic {
+  rootspan_status code = ROOTSPAN_OK;
+  std::string operation;  // "claim", "map_read", "load_manifest", ...
+  Requested requested;
+  std::optional<Span> resolution;
+  std::string cause;   // "conflict with exclusive claim [0,96)"
+  std::string policy;  // "L4", or "" when no loader policy applies
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> values;  // expected, actual
+
+  // The full message: "<operation> for <requested>: <resolution>: <cause>".
+  std::string message() const;
+};
+
+// "Conflict", "ReadOnly", ... for a status code; "Unknown" for other values.
+const char *status_name(rootspan_status status);
+
+// Builds a Diagnostic with the common fields; add requested/values with the
+// chained setters.
+Diagnostic make_error(rootspan_status code, std::string operation, std::string cause);
+Diagnostic make_error(rootspan_status code, std::string operation, std::string cause, std::uint64_t expected,
+                      std::uint64_t actual);
+
+template <class T>
+using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;
+
+// Fills in what the operation asked for, where the failing helper could not know.
+inline Diagnostic with_request(Diagnostic d, std::string operation, const Requested &requested) {
+  d.operation = std::move(operation);
+  d.requested = requested;
+  return d;
+}
+
+}  // namespace rootspan

@@ -1,0 +1,135 @@
+// Mappings (DESIGN 2.5): host views of a claimed range, validated every time
+// on what the provider returned (L9).
+#include <string>
+
+#include "access.hpp"
+#include "dtype.hpp"
+
+namespace rootspan {
+
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+// The element type rule: typed roots take the same type or its complex/real
+// partner; untyped roots take any whole-byte type whose size divides the span.
+Result<std::uint64_t> element_size_for(const Root &root, rootspan_dtype dtype, std::uint64_t length) {
+  if (!dtype_is_known(dtype)) {
+    return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "element type " + str(static_cast<std::uint64_t>(dtype)) +
+                                                           " is not a rootspan_dtype");
+  }
+  if (root.dtype != ROOTSPAN_DTYPE_NONE && !dtype_can_view(root.dtype, dtype)) {
+    return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
+                      std::string("a root of ") + dtype_name(root.dtype) + " cannot be viewed as " + dtype_name(dtype));
+  }
+  const std::uint64_t size = dtype == ROOTSPAN_DTYPE_NONE ? 1 : dtype_size(dtype);
+  if (size == 0) {
+    return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
+                      std::string(dtype_name(dtype)) + " has no whole-byte size and cannot be mapped");
+  }
+  if (length % size != 0) {
+    return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
+                      "span length " + str(length) + " is not a whole number of " + dtype_name(dtype) + " elements",
+                      0, length % size);
+  }
+  return size;
+}
+
+}  // namespace
+
+Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t offset, std::uint64_t length,
+                            bool write) {
+  Root &root = *claim.root;
+  const char *operation = write ? "map_write" : "map_read";
+  const std::uint64_t claim_relative = claim.relative_offset();
+  std::uint64_t relative = 0;
+  std::uint64_t end = 0;
+  const bool overflow = __builtin_add_overflow(claim_relative, offset, &relative) ||
+                        __builtin_add_overflow(offset, length, &end);
+  const Requested requested = root.request(overflow ? claim_relative : relative, length);
+  auto fail = [&](Diagnostic d) {
+    d.operation = operation;
+    d.requested = requested;
+    return d;
+  };
+  if (overflow) {
+    return fail(make_error(ROOTSPAN_ERR_RANGE_OVERFLOW, "",
+                           "offset " + str(offset) + " + length " + str(length) + " overflows 64 bits"));
+  }
+  if (end > claim.span.length) {
+    return fail(make_error(ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "",
+                           "range ends at " + str(end) + ", past the claim's length " + str(claim.span.length),
+                           claim.span.length, end));
+  }
+  if (write && root.read_only) {
+    return fail(make_error(ROOTSPAN_ERR_READ_ONLY, "", "root is read-only"));
+  }
+  if (write && claim.mode != ROOTSPAN_CLAIM_EXCLUSIVE) {
+    return fail(make_error(ROOTSPAN_ERR_READ_ONLY, "", "map_write needs an exclusive claim; this one is shared"));
+  }
+  auto size = element_size_for(root, dtype, length);
+  if (!size) return fail(size.error());
+  // Element-aligned subrange: on a typed root, both the root's and the view's
+  // elements must start at the range.
+  const std::uint64_t grain =
+      std::max(size.value(), root.dtype == ROOTSPAN_DTYPE_NONE ? std::uint64_t{1} : dtype_size(root.dtype));
+  if (relative % grain != 0 || length % grain != 0) {
+    return fail(make_error(ROOTSPAN_ERR_MISALIGNED_OFFSET, "",
+                           "range [" + str(relative) + "," + str(relative + length) +
+                               ") is not element-aligned for " + str(grain) + "-byte elements",
+                           0, relative % grain));
+  }
+  const rootspan_provider_table &table = root.provider->table();
+  auto hook = write ? table.map_write : table.map_read;
+  if (hook == nullptr || table.unmap == nullptr) {
+    return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "",
+                           "provider '" + root.provider->name() + "' has no host access for " + operation));
+  }
+
+  std::lock_guard lock(root.mutex);
+  if (claim.children != 0) {
+    return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; map its children instead"));
+  }
+  const std::uint64_t absolute = claim.span.offset + offset;
+  rootspan_provider_mapping mapped{};
+  mapped.struct_size = sizeof mapped;
+  auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
+    return hook(root.provider->instance(), &root.allocation, absolute, length, &mapped, m);
+  });
+  if (!called) return fail(called.error());
+  auto undo = [&](Diagnostic d) {
+    root.provider->invoke_quietly([&] { table.unmap(root.provider->instance(), &root.allocation, &mapped); });
+    d.resolution = Span{root.id, absolute, length, 1};
+    return fail(std::move(d));
+  };
+  if (mapped.byte_length != length) {
+    return undo(make_error(ROOTSPAN_ERR_LENGTH_MISMATCH, "",
+                           "provider '" + root.provider->name() + "' mapped " + str(mapped.byte_length) +
+                               " bytes for a span of " + str(length),
+                           length, mapped.byte_length));
+  }
+  const std::uint64_t alignment = dtype_alignment(dtype);
+  const auto address = reinterpret_cast<std::uintptr_t>(mapped.data);
+  if ((mapped.data == nullptr && length != 0) || address % alignment != 0) {
+    return undo(make_error(ROOTSPAN_ERR_MISALIGNED, "",
+                           "provider '" + root.provider->name() + "' returned a pointer " +
+                               str(address % alignment) + " bytes past " + str(alignment) + "-byte alignment" +
+                               (mapped.data == nullptr ? " (NULL)" : ""),
+                           0, address % alignment));
+  }
+  Mapping *mapping = root.claims.new_mapping(&claim);
+  mapping->provider = mapped;
+  mapping->write = write;
+  return mapping;
+}
+
+void unmap(Mapping &mapping) {
+  Claim &claim = *mapping.claim;
+  Root &root = *claim.root;
+  std::lock_guard lock(root.mutex);
+  const rootspan_provider_table &table = root.provider->table();
+  root.provider->invoke_quietly([&] { table.unmap(root.provider->instance(), &root.allocation, &mapping.provider); });
+  root.claims.free_mapping(&mapping);
+}
+
+}  // namespace rootspan

@@ -1,0 +1,21 @@
+// Span derivation (DESIGN 2.3): a range relative to a root becomes a span
+// bound to that root, with its derived alignment.
+#pragma once
+
+#include "diagnostic.hpp"
+#include "extent.hpp"
+
+namespace rootspan {
+
+// Checks, in order: root end overflow and relative end overflow
+// (RangeOverflow); absolute offset overflow (OffsetOverflow); outside the root
+// (OutsideRootExtent). Derived alignment is the root's when the relative
+// offset is 0, else min(root alignment, lowest set bit of the offset).
+Result<Span> derive_span(std::uint64_t root_id, const Extent &root, std::uint64_t offset, std::uint64_t length);
+
+// Empty spans overlap nothing; spans of different roots never overlap.
+inline bool spans_overlap(const Span &a, const Span &b) {
+  return a.root_id == b.root_id && a.length != 0 && b.length != 0 && a.offset < b.end() && b.offset < a.end();
+}
+
+}  // namespace rootspan

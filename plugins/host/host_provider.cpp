@@ -1,0 +1,163 @@
+// The host provider (DESIGN 5): aligned host allocations of any power-of-two
+// alignment, imports of caller memory with a deleter, and map read/write.
+// One source, two builds: compiled into librootspan as a static plugin
+// (ROOTSPAN_HOST_PROVIDER_STATIC), and as librootspan-host.so.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "rootspan/provider.h"
+
+namespace {
+
+struct HostInstance {
+  std::uint64_t domain = 0;
+  std::atomic<std::uint64_t> next_local{1};
+};
+
+// What release needs to give the memory back.
+struct HostBlock {
+  void *data = nullptr;
+  bool owned = false;  // allocated here (free) or imported (deleter)
+  void (*deleter)(void *, void *) = nullptr;
+  void *deleter_context = nullptr;
+};
+
+HostInstance *as_host(rootspan_provider_instance *instance) { return reinterpret_cast<HostInstance *>(instance); }
+
+rootspan_status fail(rootspan_provider_message *message, rootspan_status status, const char *text) {
+  std::snprintf(message->data, message->capacity, "%s", text);
+  return status;
+}
+
+rootspan_status host_init(const rootspan_core_services *services, const char *, rootspan_provider_instance **instance,
+                          rootspan_provider_message *message) {
+  if (services->granted_domain_count == 0) return fail(message, ROOTSPAN_ERR_INVALID_ARGUMENT, "no domain granted");
+  auto *host = new (std::nothrow) HostInstance();
+  if (host == nullptr) return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
+  host->domain = services->granted_domains[0];
+  *instance = reinterpret_cast<rootspan_provider_instance *>(host);
+  return ROOTSPAN_OK;
+}
+
+void host_shutdown(rootspan_provider_instance *instance) { delete as_host(instance); }
+
+rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *count, rootspan_provider_message *) {
+  *count = 1;
+  return ROOTSPAN_OK;
+}
+
+rootspan_status host_device_info(rootspan_provider_instance *, std::uint32_t ordinal, rootspan_device_info *info,
+                                 rootspan_provider_message *message) {
+  if (ordinal != 0) return fail(message, ROOTSPAN_ERR_NOT_FOUND, "the host provider has one device, ordinal 0");
+  const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  info->ordinal = 0;
+  std::snprintf(info->name, sizeof info->name, "host");
+  info->pci_bus_id[0] = '\0';
+  info->total_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * page;
+  info->free_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+  return ROOTSPAN_OK;
+}
+
+void describe(HostInstance *host, HostBlock *block, std::uint64_t length, std::uint64_t alignment,
+              rootspan_provider_allocation *allocation) {
+  allocation->key.domain = host->domain;
+  allocation->key.local = host->next_local.fetch_add(1);
+  allocation->byte_offset = 0;
+  allocation->byte_length = length;
+  allocation->alignment = alignment;
+  allocation->host_base = block->data;
+  allocation->device = 0;
+  allocation->provider_handle = block;
+}
+
+rootspan_status host_allocate(rootspan_provider_instance *instance, const rootspan_allocation_request *request,
+                              rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
+  if (request->memory_kind != ROOTSPAN_MEMORY_HOST) {
+    return fail(message, ROOTSPAN_ERR_UNSUPPORTED, "the host provider allocates only ROOTSPAN_MEMORY_HOST");
+  }
+  if (request->device != 0) return fail(message, ROOTSPAN_ERR_NOT_FOUND, "the host provider has only device 0");
+  // posix_memalign wants at least pointer alignment; a zero-length root still
+  // gets a unique address.
+  const std::size_t alignment = request->alignment < sizeof(void *) ? sizeof(void *) : request->alignment;
+  void *data = nullptr;
+  if (posix_memalign(&data, alignment, request->byte_length == 0 ? 1 : request->byte_length) != 0) {
+    return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "posix_memalign failed");
+  }
+  auto *block = new (std::nothrow) HostBlock{data, true, nullptr, nullptr};
+  if (block == nullptr) {
+    std::free(data);
+    return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  describe(as_host(instance), block, request->byte_length, alignment, allocation);
+  return ROOTSPAN_OK;
+}
+
+rootspan_status host_import(rootspan_provider_instance *instance, const rootspan_host_memory *memory,
+                            rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
+  auto *block = new (std::nothrow) HostBlock{memory->data, false, memory->deleter, memory->deleter_context};
+  if (block == nullptr) return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
+  describe(as_host(instance), block, memory->byte_length, memory->alignment, allocation);
+  return ROOTSPAN_OK;
+}
+
+void host_release(rootspan_provider_instance *, const rootspan_provider_allocation *allocation) {
+  auto *block = static_cast<HostBlock *>(allocation->provider_handle);
+  if (block->owned) {
+    std::free(block->data);
+  } else if (block->deleter != nullptr) {
+    block->deleter(block->deleter_context, block->data);
+  }
+  delete block;
+}
+
+rootspan_status host_map(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
+                         std::uint64_t offset, std::uint64_t length, rootspan_provider_mapping *mapping,
+                         rootspan_provider_message *) {
+  mapping->data = static_cast<char *>(allocation->host_base) + offset;
+  mapping->byte_length = length;
+  mapping->provider_token = nullptr;
+  return ROOTSPAN_OK;
+}
+
+void host_unmap(rootspan_provider_instance *, const rootspan_provider_allocation *, const rootspan_provider_mapping *) {}
+
+const rootspan_provider_table kHostTable = {
+    sizeof(rootspan_provider_table),
+    ROOTSPAN_PROVIDER_ABI_MAJOR,
+    ROOTSPAN_PROVIDER_ABI_MINOR,
+    "host",
+    "host",
+    host_init,
+    host_shutdown,
+    host_device_count,
+    host_device_info,
+    host_allocate,
+    host_release,
+    host_map,
+    host_map,
+    host_unmap,
+    nullptr,  // prepare_device_access: host memory has no device view
+    nullptr,  // release_device_access
+    nullptr,  // copy_from_host: the core copies through a mapping
+    nullptr,  // copy_to_host
+    nullptr,  // event_wait
+    host_import,
+};
+
+}  // namespace
+
+#ifdef ROOTSPAN_HOST_PROVIDER_STATIC
+namespace rootspan::plugins {
+const rootspan_provider_table *host_provider_entry(std::uint32_t, std::uint32_t) { return &kHostTable; }
+}  // namespace rootspan::plugins
+#else
+extern "C" __attribute__((visibility("default"))) const rootspan_provider_table *rootspan_provider_entry(
+    std::uint32_t, std::uint32_t) {
+  return &kHostTable;
+}
+#endif
