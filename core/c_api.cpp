@@ -21,6 +21,7 @@ struct rootspan_context {
 namespace {
 
 using rootspan::Diagnostic;
+using rootspan::with_request;
 
 rootspan::Root *root_of(rootspan_root *r) { return reinterpret_cast<rootspan::Root *>(r); }
 const rootspan::Root *root_of(const rootspan_root *r) { return reinterpret_cast<const rootspan::Root *>(r); }
@@ -173,6 +174,15 @@ rootspan_status rootspan_context_destroy(rootspan_context *context, uint64_t *li
   return ROOTSPAN_OK;
 }
 
+rootspan_status rootspan_context_add_provider(rootspan_context *context, rootspan_provider_entry_fn entry,
+                                              const char *options_json, rootspan_error **error) {
+  if (context == nullptr || entry == nullptr) return invalid(error, "load_plugin", "context or entry is NULL");
+  return guarded(error, "load_plugin", [&] {
+    return context->context->add_provider(entry, options_json == nullptr ? "{}" : options_json,
+                                          ROOTSPAN_ORIGIN_EMBEDDED);
+  });
+}
+
 rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count) {
   if (context == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   *count = context->context->reports().size();
@@ -212,7 +222,7 @@ rootspan_status rootspan_provider_device_info(rootspan_context *context, const c
   }
   return guarded(error, "device_info", [&]() -> rootspan::Result<void> {
     auto p_result = context->context->provider(provider);
-    if (!p_result) return std::move(p_result).error();
+    if (!p_result) return with_request(p_result.error(), "device_info", rootspan::Requested::none());
     auto p = std::move(p_result).value();
     if (ordinal >= p->device_count()) {
       return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "device_info",
@@ -222,9 +232,10 @@ rootspan_status rootspan_provider_device_info(rootspan_context *context, const c
     }
     rootspan_device_info full{};
     full.struct_size = sizeof full;
-    BOOST_OUTCOME_TRY(p->invoke("device_info", [&](rootspan_provider_message *m) {
+    auto called = p->invoke("device_info", [&](rootspan_provider_message *m) {
       return p->table().device_info(p->instance(), ordinal, &full, m);
-    }));
+    });
+    if (!called) return with_request(called.error(), "device_info", rootspan::Requested::none());
     full.name[sizeof full.name - 1] = '\0';
     full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
     write_struct(info, full);

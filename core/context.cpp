@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "dtype.hpp"
+#include "abi_negotiation.hpp"
 #include "static_providers.hpp"
 
 namespace rootspan {
@@ -11,18 +13,6 @@ namespace rootspan {
 namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
-
-ProviderReport loaded_report(const Provider &provider, rootspan_provider_origin origin) {
-  ProviderReport report;
-  report.name = provider.name();
-  report.kind = provider.kind();
-  report.origin = origin;
-  report.abi_major = provider.table().abi_major;
-  report.abi_minor = provider.table().abi_minor;
-  report.device_count = static_cast<std::uint32_t>(provider.device_count());
-  if (provider.device_count() == 0) report.reason = provider.device_note();
-  return report;
-}
 
 }  // namespace
 
@@ -32,22 +22,61 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions &options) 
     BOOST_OUTCOME_TRY(context->start_static_providers());
   }
   if (!options.manifests.empty() || options.discover_manifests) {
-    return make_error(ROOTSPAN_ERR_UNSUPPORTED, "load_manifest", "manifest loading is not built into this core");
+    BOOST_OUTCOME_TRY(context->load_manifests(options.manifests, options.discover_manifests));
   }
   return context;
 }
 
 Result<void> Context::start_static_providers() {
   for (rootspan_provider_entry_fn entry : static_provider_entries()) {
-    const rootspan_provider_table *table = entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR);
-    rootspan_provider_table full{};
-    std::memcpy(&full, table, std::min(table->struct_size, sizeof full));
-    auto started = Provider::start(full, nullptr, "{}");
-    if (!started) return started.error();
-    reports_.push_back(loaded_report(*started.value(), ROOTSPAN_ORIGIN_STATIC));
-    providers_.push_back(std::move(started).value());
+    BOOST_OUTCOME_TRY(add_provider(entry, "{}", ROOTSPAN_ORIGIN_STATIC));
   }
   return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> Context::check_unique_name(const std::string &name) const {
+  for (const auto &p : providers_) {
+    if (p->name() == name) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, "load_plugin",
+                                "a provider named '" + name + "' is already loaded");
+      d.policy = "L6";
+      return d;
+    }
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> Context::start_provider(const rootspan_provider_table &table, std::shared_ptr<void> library,
+                                     const std::string &options_json, ProviderReport report) {
+  BOOST_OUTCOME_TRY(check_unique_name(table.name));
+  auto started = Provider::start(table, std::move(library), options_json);
+  if (!started) {
+    Diagnostic d = started.error();
+    d.operation = "load_plugin";
+    return d;
+  }
+  const Provider &p = *started.value();
+  report.name = p.name();
+  report.kind = p.kind();
+  report.abi_major = p.table().abi_major;
+  report.abi_minor = p.table().abi_minor;
+  report.device_count = static_cast<std::uint32_t>(p.device_count());
+  report.state = ROOTSPAN_PROVIDER_LOADED;
+  if (p.device_count() == 0) report.reason = p.device_note();
+  reports_.push_back(std::move(report));
+  providers_.push_back(std::move(started).value());
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> Context::add_provider(rootspan_provider_entry_fn entry, const std::string &options_json,
+                                   rootspan_provider_origin origin) {
+  ProviderExpectation expected;
+  expected.where = origin == ROOTSPAN_ORIGIN_STATIC ? "static provider" : "embedded provider";
+  auto negotiated = negotiate(entry, expected);
+  if (!negotiated) return negotiated.error();
+  ProviderReport report;
+  report.origin = origin;
+  return start_provider(negotiated.value().table, nullptr, options_json, std::move(report));
 }
 
 Context::~Context() { destroy(); }
@@ -93,6 +122,9 @@ Result<Root *> Context::adopt(const std::shared_ptr<Provider> &provider, const r
     d.policy = "L9";
     return with_request(std::move(d), operation, requested);
   };
+  // The checks that need the root table run under its lock; the provider's
+  // release hook (on rejection) runs after it is dropped.
+  std::optional<Diagnostic> refused;
   auto valid = validate_allocation(*provider, allocation, expected);
   if (!valid) return reject(valid.error());
 
@@ -104,18 +136,22 @@ Result<Root *> Context::adopt(const std::shared_ptr<Provider> &provider, const r
   root->dtype = expected.dtype;
   root->read_only = read_only;
 
-  std::lock_guard lock(mutex_);
-  auto found = roots_.find(key);
-  if (found != roots_.end()) {
-    return reject(make_error(ROOTSPAN_ERR_DUPLICATE_IDENTITY, "",
-                             "live root " + str(found->second->id) + " already has key (" + str(key.domain) + "," +
-                                 str(key.local) + ")"));
-  }
-  auto id = next_root_id();
-  if (!id) return reject(id.error());
-  root->id = id.value();
   Root *raw = root.get();
-  roots_.emplace(key, std::move(root));
+  {
+    std::lock_guard lock(mutex_);
+    auto found = roots_.find(key);
+    if (found != roots_.end()) {
+      refused = make_error(ROOTSPAN_ERR_DUPLICATE_IDENTITY, "",
+                           "live root " + str(found->second->id) + " already has key (" + str(key.domain) + "," +
+                               str(key.local) + ")");
+    } else if (auto id = next_root_id(); !id) {
+      refused = id.error();
+    } else {
+      root->id = id.value();
+      roots_.emplace(key, std::move(root));
+    }
+  }
+  if (refused) return reject(std::move(*refused));
   return raw;
 }
 
@@ -192,7 +228,7 @@ Result<void> Context::release(Root *root) {
     std::lock_guard root_lock(root->mutex);
     if (root->claims.live_count() != 0) {
       Diagnostic d = make_error(ROOTSPAN_ERR_BUSY, "release_root",
-                                str(root->claims.live_count()) + " claims are live, the first a " +
+                                str(root->claims.live_count()) + " claims are live, the first: " +
                                     describe_claim(*root->claims.first_live()) + "; the root stays valid",
                                 0, root->claims.live_count());
       d.requested = root->request(0, root->extent.length);

@@ -64,6 +64,12 @@ class Context {
   // the providers. Returns how many roots were still live.
   std::uint64_t destroy();
 
+  // Negotiates a provider's table from its entry function (L6), starts it
+  // and adds it; refuses a name already loaded. For static and embedded
+  // providers; plugins come through load_manifests.
+  Result<void> add_provider(rootspan_provider_entry_fn entry, const std::string &options_json,
+                            rootspan_provider_origin origin);
+
   Result<Root *> allocate(const AllocateOptions &options);
   // The deleter runs exactly once: at release, or before a failed import returns.
   Result<Root *> import_host(const HostImport &import);
@@ -79,6 +85,14 @@ class Context {
  private:
   Context() = default;
   Result<void> start_static_providers();
+  // Reads each manifest and loads its providers (L1-L8), recording a report
+  // for every entry, loaded or not (provider_loading.cpp).
+  Result<void> load_manifests(const std::vector<std::string> &paths, bool discover);
+  Result<void> load_manifest_entry(const struct ManifestEntry &entry, ProviderReport &report);
+  // A second provider of one name is refused (L6).
+  Result<void> check_unique_name(const std::string &name) const;
+  Result<void> start_provider(const rootspan_provider_table &table, std::shared_ptr<void> library,
+                              const std::string &options_json, ProviderReport report);
   // Validates an allocation the provider made and makes it a root; on any
   // failure the provider's release hook runs exactly once.
   Result<Root *> adopt(const std::shared_ptr<Provider> &provider, const rootspan_provider_allocation &allocation,

@@ -15,7 +15,9 @@ Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t 
   const rootspan_provider_table &table = root.provider->table();
   auto hook_present = to_device ? table.copy_from_host != nullptr : table.copy_to_host != nullptr;
   if (!hook_present) {
-    auto mapped = map_range(claim, ROOTSPAN_DTYPE_NONE, offset, length, to_device);
+    // A typed root is copied in its own elements; the mapping checks that the
+    // range is made of whole ones.
+    auto mapped = map_range(claim, root.dtype, offset, length, to_device);
     if (!mapped) {
       Diagnostic d = mapped.error();
       d.operation = operation;
@@ -49,6 +51,10 @@ Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t 
     return fail(make_error(ROOTSPAN_ERR_READ_ONLY, "", "copy_from_host needs an exclusive claim on a writable root"));
   }
   const std::uint64_t absolute = claim.span.offset + offset;
+  std::lock_guard lock(root.mutex);
+  if (claim.children != 0) {
+    return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; copy through its children instead"));
+  }
   auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
     return to_device ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length,
                                             nullptr, m)

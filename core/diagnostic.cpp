@@ -6,18 +6,29 @@ namespace rootspan {
 
 namespace {
 
+// "[a,b)", or "[a,+n)" when the end does not fit in 64 bits.
+void describe_range(std::ostringstream &out, std::uint64_t offset, std::uint64_t length) {
+  std::uint64_t end = 0;
+  if (__builtin_add_overflow(offset, length, &end)) {
+    out << '[' << offset << ",+" << length << ')';
+  } else {
+    out << '[' << offset << ',' << end << ')';
+  }
+}
+
 void describe_request(std::ostringstream &out, const Requested &r) {
   switch (r.kind) {
     case ROOTSPAN_REQUESTED_ROOT_KEY_RANGE:
-      out << " for root " << r.root_id << " key (" << r.key.domain << ',' << r.key.local << ") range ["
-          << r.offset << ',' << r.offset + r.length << ')';
+      out << " for root " << r.root_id << " key (" << r.key.domain << ',' << r.key.local << ") range ";
+      describe_range(out, r.offset, r.length);
       break;
     case ROOTSPAN_REQUESTED_KEY_RANGE:
-      out << " for key (" << r.key.domain << ',' << r.key.local << ") range [" << r.offset << ','
-          << r.offset + r.length << ')';
+      out << " for key (" << r.key.domain << ',' << r.key.local << ") range ";
+      describe_range(out, r.offset, r.length);
       break;
     case ROOTSPAN_REQUESTED_RANGE:
-      out << " for range [" << r.offset << ',' << r.offset + r.length << ')';
+      out << " for range ";
+      describe_range(out, r.offset, r.length);
       break;
     default:
       break;
@@ -45,7 +56,8 @@ std::string Diagnostic::message() const {
   describe_request(out, requested);
   if (requested.kind != ROOTSPAN_REQUESTED_NONE) {
     if (resolution) {
-      out << ": resolved to span [" << resolution->offset << ',' << resolution->end() << ')';
+      out << ": resolved to span ";
+      describe_range(out, resolution->offset, resolution->length);
     } else {
       out << ": unresolved";
     }

@@ -81,7 +81,7 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   }
   const rootspan_provider_table &table = root.provider->table();
   auto hook = write ? table.map_write : table.map_read;
-  if (hook == nullptr || table.unmap == nullptr) {
+  if (hook == nullptr || table.unmap == nullptr || root.allocation.host_base == nullptr) {
     return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "",
                            "provider '" + root.provider->name() + "' has no host access for " + operation));
   }

@@ -21,6 +21,7 @@
 #ifndef ROOTSPAN_ROOTSPAN_H
 #define ROOTSPAN_ROOTSPAN_H
 
+#include "rootspan/provider.h"
 #include "rootspan/types.h"
 
 #ifdef __cplusplus
@@ -119,9 +120,16 @@ ROOTSPAN_API rootspan_status rootspan_context_create(const rootspan_context_opti
  * many roots were still live. Every handle of this context becomes invalid. */
 ROOTSPAN_API rootspan_status rootspan_context_destroy(rootspan_context *context, uint64_t *live_roots);
 
+/* Adds a provider linked into the embedding program: entry is what a plugin
+ * library would export. The table is negotiated (L6) and validated like a
+ * plugin's; options_json (may be NULL: "{}") is borrowed for the call. A second
+ * provider of a name already loaded is refused. */
+ROOTSPAN_API rootspan_status rootspan_context_add_provider(rootspan_context *context, rootspan_provider_entry_fn entry,
+                                                           const char *options_json, rootspan_error **error);
+
 /* Where a provider came from and what became of it. */
 typedef int32_t rootspan_provider_origin;
-enum { ROOTSPAN_ORIGIN_STATIC = 0, ROOTSPAN_ORIGIN_MANIFEST = 1 };
+enum { ROOTSPAN_ORIGIN_STATIC = 0, ROOTSPAN_ORIGIN_MANIFEST = 1, ROOTSPAN_ORIGIN_EMBEDDED = 2 };
 typedef int32_t rootspan_provider_state;
 enum { ROOTSPAN_PROVIDER_LOADED = 0, ROOTSPAN_PROVIDER_SKIPPED = 1, ROOTSPAN_PROVIDER_FAILED = 2 };
 

@@ -1,0 +1,213 @@
+#include "core/plugin_library.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace rootspan {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kOperation = "load_plugin";
+
+// ---- L8: never unload during process teardown --------------------------------
+//
+// exit() runs, in this order: the calling thread's thread_local destructors,
+// then the atexit/static-destructor list in reverse order of registration.
+// A context held in a static (or destroyed by a static destructor) can
+// therefore drop the last reference to a library at any point of the second
+// step, and a library unloaded there may still have code that runs later
+// (its own atexit handlers, a runtime's teardown). So the "process is
+// exiting" flag is raised by the first thing exit() does: the destructor of a
+// thread_local sentinel armed on the main thread. An atexit handler, registered
+// at the first load, raises it too, for an exit() called from another thread
+// (it covers everything registered before that first load).
+// Once the flag is up, a released library goes to a process-lifetime list
+// instead of being unloaded; the list stays reachable, so leak checkers do not
+// report it.
+
+std::atomic<bool> g_exiting{false};
+
+struct ExitSentinel {
+  void arm() {}
+  ~ExitSentinel() {
+    if (::gettid() == ::getpid()) g_exiting.store(true);  // only the main thread's exit means the process's
+  }
+};
+thread_local ExitSentinel t_exit_sentinel;
+
+void arm_exit_detection() {
+  if (::gettid() == ::getpid()) t_exit_sentinel.arm();
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { g_exiting.store(true); }); });
+}
+
+// The program's static initialization runs on the main thread: arm there, so
+// that the sentinel's destructor comes first even if the first load happens
+// on another thread.
+[[maybe_unused]] const bool g_armed_at_start = (arm_exit_detection(), true);
+
+// What a LoadedLibrary owns. Members are destroyed in reverse order: the
+// library is unloaded before its descriptor is closed, so the number N of
+// /proc/self/fd/N cannot be reused by another plugin while the dynamic loader
+// still knows this one by that name (dlopen matches loaded objects by name
+// and would hand back the wrong library).
+struct Holder {
+  UniqueFd fd;
+  boost::dll::shared_library library;
+};
+
+struct KeptLibraries {
+  std::mutex mutex;
+  std::vector<Holder *> released_at_exit;
+  std::vector<std::shared_ptr<Holder>> no_unload;
+};
+
+KeptLibraries &kept() {
+  static auto *libraries = new KeptLibraries;  // never destroyed: must outlive every static destructor
+  return *libraries;
+}
+
+void release_holder(Holder *holder) {
+  if (g_exiting.load()) {
+    std::lock_guard<std::mutex> lock(kept().mutex);
+    kept().released_at_exit.push_back(holder);
+    return;
+  }
+  delete holder;
+}
+
+bool no_unload_requested() {
+  const char *value = ::secure_getenv("ROOTSPAN_NO_UNLOAD");
+  return value != nullptr && std::string_view(value) == "1";
+}
+
+// ---- L5 ---------------------------------------------------------------------
+
+// The dynamic loader names the file by its descriptor path; messages name the file.
+std::string rename_in(std::string text, const std::string &from, const std::string &to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+std::string subject(const CheckedLibrary &lib) {
+  std::string s = (lib.context.empty() ? "" : lib.context + ": ") + "plugin " + lib.requested;
+  if (lib.path.string() != lib.requested) s += " (" + lib.path.string() + ")";
+  return s;
+}
+
+Diagnostic rejected(const char *policy, const std::string &who, const std::string &cause) {
+  Diagnostic d = make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, kOperation, who + ": " + cause);
+  d.policy = policy;
+  return d;
+}
+
+std::string symbol_type_name(unsigned type) {
+  switch (type) {
+    case STT_NOTYPE:
+      return "STT_NOTYPE";
+    case STT_OBJECT:
+      return "STT_OBJECT (data)";
+    case STT_FUNC:
+      return "STT_FUNC";
+    case STT_GNU_IFUNC:
+      return "STT_GNU_IFUNC";
+    case STT_TLS:
+      return "STT_TLS";
+    default:
+      return "symbol type " + std::to_string(type);
+  }
+}
+
+}  // namespace
+
+bool unloading_allowed() { return !g_exiting.load(); }
+
+Result<LoadedLibrary> load_plugin_library(CheckedLibrary &&checked) {
+  arm_exit_detection();
+  const std::string who = subject(checked);
+  const std::string loaded_name = checked.descriptor_path();
+  const std::string real_name = checked.path.string();
+  if (!checked.fd) return rejected("L5", who, "no open descriptor (expected a file checked by L4)");
+
+  // Boost.DLL reports a failed dlopen as "Bad file descriptor". Load once with
+  // dlopen itself to keep the loader's text (it names a missing dependency);
+  // Boost's load of the same name then only takes another reference.
+  ::dlerror();
+  void *probe = ::dlopen(loaded_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (probe == nullptr) {
+    const char *text = ::dlerror();
+    return rejected(
+        "L5", who,
+        "dlopen(RTLD_NOW | RTLD_LOCAL) failed: " + rename_in(text ? text : "unknown error", loaded_name, real_name));
+  }
+  auto holder = std::make_unique<Holder>();
+  std::error_code ec;
+  holder->library.load(loaded_name, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+  const char *text = ec ? ::dlerror() : nullptr;
+  const std::string boost_text = text ? rename_in(text, loaded_name, real_name) : ec.message();
+  ::dlclose(probe);  // now, while the descriptor is still open (see Holder)
+  if (ec || !holder->library.is_loaded()) {
+    return rejected("L5", who, "loading with Boost.DLL failed: " + boost_text);
+  }
+  holder->fd = std::move(checked.fd);
+
+  // The entry symbol, defined by this library itself (dlsym also searches its
+  // dependencies), as a function.
+  void *handle = holder->library.native();
+  ::dlerror();
+  void *symbol = ::dlsym(handle, ROOTSPAN_PROVIDER_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    const char *text = ::dlerror();
+    return rejected(
+        "L6", who,
+        std::string("does not export the provider entry symbol (expected ") + ROOTSPAN_PROVIDER_ENTRY_SYMBOL +
+            ", actual: " + (text ? rename_in(text, loaded_name, real_name) : std::string("symbol is NULL")) + ")");
+  }
+  Dl_info info{};
+  link_map *owner = nullptr;
+  void *symbol_entry = nullptr;
+  if (::dladdr1(symbol, &info, reinterpret_cast<void **>(&owner), RTLD_DL_LINKMAP) == 0 ||
+      ::dladdr1(symbol, &info, &symbol_entry, RTLD_DL_SYMENT) == 0) {
+    return rejected("L6", who,
+                    std::string("the address of ") + ROOTSPAN_PROVIDER_ENTRY_SYMBOL + " lies in no loaded object");
+  }
+  // In glibc a dlopen handle is the library's link_map.
+  if (owner != static_cast<link_map *>(handle)) {
+    return rejected("L6", who,
+                    std::string(ROOTSPAN_PROVIDER_ENTRY_SYMBOL) + " is defined by a dependency (expected " + real_name +
+                        ", actual " + (owner && owner->l_name ? owner->l_name : "?") + ")");
+  }
+  // ST_TYPE is the low nibble of st_info in both ELF classes.
+  const auto *entry_symbol = static_cast<const ElfW(Sym) *>(symbol_entry);
+  if (entry_symbol != nullptr && ELF64_ST_TYPE(entry_symbol->st_info) != STT_FUNC) {
+    return rejected("L6", who,
+                    std::string(ROOTSPAN_PROVIDER_ENTRY_SYMBOL) + " is not a function (expected STT_FUNC, actual " +
+                        symbol_type_name(ELF64_ST_TYPE(entry_symbol->st_info)) + ")");
+  }
+
+  LoadedLibrary loaded;
+  loaded.path = checked.path;
+  loaded.requested = checked.requested;
+  loaded.loaded_name = loaded_name;
+  loaded.entry = reinterpret_cast<rootspan_provider_entry_fn>(symbol);
+  std::shared_ptr<Holder> owned(holder.release(), release_holder);
+  if (no_unload_requested()) {
+    std::lock_guard<std::mutex> lock(kept().mutex);
+    kept().no_unload.push_back(owned);
+  }
+  loaded.library = std::shared_ptr<boost::dll::shared_library>(owned, &owned->library);
+  return loaded;
+}
+
+}  // namespace rootspan

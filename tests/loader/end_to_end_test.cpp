@@ -1,0 +1,170 @@
+// The loader steps in the order a context runs them: discover (L3), read
+// (L1, L2, L7), check (L4), load (L5), negotiate (L6); plus the shipped
+// config files and the fuzz seed corpus.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/abi_negotiation.hpp"
+#include "core/context.hpp"
+#include "core/manifest.hpp"
+#include "core/manifest_discovery.hpp"
+#include "core/plugin_file_check.hpp"
+#include "core/plugin_library.hpp"
+#include "test_support.hpp"
+
+namespace rootspan {
+namespace {
+
+using test::HasPolicy;
+using test::Mentions;
+using test::TempDir;
+namespace fs = std::filesystem;
+
+const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
+const fs::path kSourceRoot = LOADER_TEST_SOURCE_ROOT;
+
+// Runs L4-L6 on one manifest entry.
+Result<NegotiatedTable> load_entry(const ManifestEntry &entry, std::shared_ptr<boost::dll::shared_library> &keep) {
+  auto checked = check_plugin_file(entry);
+  if (!checked) return checked.error();
+  auto loaded = load_plugin_library(std::move(checked).value());
+  if (!loaded) return loaded.error();
+  keep = loaded.value().library;
+  return negotiate(loaded.value().entry, entry);
+}
+
+std::string digest_of(const fs::path &file) {
+  auto checked = check_plugin_file(file);
+  EXPECT_TRUE(checked);
+  return sha256_of_descriptor(checked.value().fd.get(), file).value();
+}
+
+TEST(LoaderEndToEnd, DiscoverReadCheckLoadNegotiate) {
+  TempDir dir;
+  fs::path plugin = dir.copy(kGood, "lib/libgood.so");
+  fs::path manifest_dir = dir / "conf/rootspan/manifest.d";
+  fs::create_directories(manifest_dir);
+  std::ofstream(manifest_dir / "10-good.json") << R"({"file_format_version": "1.0.0", "providers": [
+      {"name": "test-good", "kind": "test", "library": "../../../lib/libgood.so",
+       "abi": {"major": 1, "minor": 1}, "sha256": ")" +
+                                                      digest_of(plugin) + R"("},
+      {"name": "test-other", "kind": "test", "library": "../../../lib/libgood.so",
+       "abi": {"major": 1, "minor": 1}},
+      {"name": "broken", "kind": "test", "abi": {"major": 1, "minor": 1}}]})";
+
+  DiscoveryInputs in;
+  in.environment = [&](const char *name) -> std::optional<std::string> {
+    if (std::string_view(name) == "XDG_CONFIG_HOME") return (dir / "conf").string();
+    return std::nullopt;
+  };
+  in.sysconfdir = dir / "no-etc";
+  in.datadir = dir / "no-share";
+  auto manifests = discover_manifests(in);
+  ASSERT_EQ(manifests, std::vector<fs::path>{manifest_dir / "10-good.json"});
+
+  auto manifest = read_manifest(manifests[0]);
+  ASSERT_TRUE(manifest) << manifest.error().message();
+  ASSERT_EQ(manifest.value().entries.size(), 2u);
+  ASSERT_EQ(manifest.value().skipped.size(), 1u);
+  EXPECT_TRUE(HasPolicy(manifest.value().skipped[0].error, "L7", ROOTSPAN_ERR_INVALID_MANIFEST));
+  EXPECT_EQ(manifest.value().entries[0].library_path, plugin);
+
+  std::shared_ptr<boost::dll::shared_library> keep;
+  auto good = load_entry(manifest.value().entries[0], keep);
+  ASSERT_TRUE(good) << good.error().message();
+  EXPECT_EQ(good.value().name, "test-good");
+  EXPECT_EQ(good.value().kind, "test");
+  EXPECT_NE(good.value().table.init, nullptr);
+
+  // The same library under another name in the manifest: L6 refuses it.
+  std::shared_ptr<boost::dll::shared_library> keep_other;
+  auto other = load_entry(manifest.value().entries[1], keep_other);
+  ASSERT_FALSE(other);
+  EXPECT_TRUE(HasPolicy(other.error(), "L6", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(other.error(), (manifest_dir / "10-good.json").string() + " entry 1 \"test-other\""));
+  EXPECT_TRUE(Mentions(other.error(), "(expected \"test-other\", actual \"test-good\")"));
+}
+
+TEST(LoaderEndToEnd, PluginErrorsNameTheManifestEntry) {
+  TempDir dir;
+  dir.copy(kGood, "libgood.so");
+  dir.copy(LOADER_TEST_NEEDS_MISSING_PLUGIN, "libneeds.so");
+  fs::path file = dir.write("m.json", R"({"file_format_version": "1.0.0", "providers": [
+      {"name": "test-good", "kind": "test", "library": "./libgood.so", "abi": {"major": 1, "minor": 1},
+       "sha256": ")" + std::string(64, 'a') +
+                                          R"("},
+      {"name": "needs", "kind": "test", "library": "./libneeds.so", "abi": {"major": 1, "minor": 1}}]})");
+  auto m = read_manifest(file);
+  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_EQ(m.value().entries.size(), 2u);
+  std::shared_ptr<boost::dll::shared_library> keep;
+
+  auto sha = load_entry(m.value().entries[0], keep);
+  ASSERT_FALSE(sha);
+  EXPECT_TRUE(HasPolicy(sha.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(sha.error(), "manifest " + file.string() + " entry 0 \"test-good\": plugin " +
+                                        (dir / "libgood.so").string() + ": sha256 does not match (expected " +
+                                        std::string(64, 'a') + ", actual "));
+
+  auto dep = load_entry(m.value().entries[1], keep);
+  ASSERT_FALSE(dep);
+  EXPECT_TRUE(HasPolicy(dep.error(), "L5", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(dep.error(), "manifest " + file.string() + " entry 1 \"needs\": plugin "));
+  EXPECT_TRUE(Mentions(dep.error(), "librootspan-test-missing-dep.so: cannot open shared object file"));
+}
+
+// The default manifest, as configured for the build folder, names the host
+// plugin built there, and a context without static providers loads it.
+TEST(LoaderEndToEnd, ShippedDefaultManifestLoadsTheHostPlugin) {
+  auto m = read_manifest(LOADER_TEST_BUILD_MANIFEST);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_TRUE(m.value().skipped.empty());
+  EXPECT_TRUE(m.value().notes.empty());
+  ASSERT_EQ(m.value().entries.size(), 1u);
+  EXPECT_EQ(m.value().entries[0].kind, "host");
+  EXPECT_EQ(m.value().entries[0].library_path, fs::path(LOADER_TEST_HOST_PLUGIN));
+
+  ContextOptions options;
+  options.static_providers = false;
+  options.manifests = {LOADER_TEST_BUILD_MANIFEST};
+  auto context = Context::create(options);
+  ASSERT_TRUE(context) << context.error().message();
+  ASSERT_EQ(context.value()->reports().size(), 1u);
+  const ProviderReport &report = context.value()->reports()[0];
+  EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.reason;
+  EXPECT_EQ(report.origin, ROOTSPAN_ORIGIN_MANIFEST);
+  EXPECT_EQ(report.device_count, 1u);
+  AllocateOptions allocate;
+  allocate.provider = "host";
+  allocate.byte_length = 4096;
+  auto root = context.value()->allocate(allocate);
+  ASSERT_TRUE(root) << root.error().message();
+  EXPECT_TRUE(context.value()->release(root.value()));
+}
+
+TEST(LoaderEndToEnd, ShippedSchemaIsDraft202012) {
+  std::ifstream in(kSourceRoot / "config/manifest.schema.json");
+  auto schema = nlohmann::json::parse(in);
+  EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+  EXPECT_EQ(schema["required"], nlohmann::json::array({"file_format_version", "providers"}));
+}
+
+TEST(LoaderEndToEnd, FuzzSeedCorpusParsesWithoutSurprises) {
+  fs::path corpus = kSourceRoot / "tests/fuzz/corpus/manifest";
+  std::size_t files = 0;
+  for (const auto &f : fs::directory_iterator(corpus)) {
+    ++files;
+    auto m = read_manifest(f.path());
+    if (!m) {
+      EXPECT_EQ(m.error().policy, "L1") << f.path();
+      continue;
+    }
+    for (const auto &s : m.value().skipped) EXPECT_FALSE(s.error.policy.empty()) << f.path();
+  }
+  EXPECT_GE(files, 6u);
+}
+
+}  // namespace
+}  // namespace rootspan

@@ -1,0 +1,41 @@
+// The rootspan program (DESIGN 7): one subcommand per file.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+
+namespace {
+
+void print_help() {
+  std::puts(
+      "usage: rootspan <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  version                     the library and provider ABI versions\n"
+      "  providers                   the providers found, loaded or skipped, and why\n"
+      "\n"
+      "options of every command:\n"
+      "  --json                      one JSON document on stdout; errors as JSON on stderr\n"
+      "  --manifest FILE             read this manifest (repeatable; replaces discovery)\n"
+      "  --no-static                 leave out the compiled-in providers\n"
+      "\n"
+      "exit status: 0 done, 2 usage, 3 invalid input, 4 provider or system failure");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  using namespace rootspan::cli;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_help();
+    return argc < 2 ? kUsage : kDone;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "version") return run_version(std::move(args));
+  if (command == "providers") return run_providers(std::move(args));
+  std::fprintf(stderr, "rootspan: unknown command '%s' (see rootspan --help)\n", command.c_str());
+  return kUsage;
+}

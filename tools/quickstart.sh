@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Quick start, part 1: install what is missing, build, and run the main job on
+# the built-in host provider.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/install-deps.sh
+[ -d build ] || meson setup build >/dev/null
+ninja -C build
+
+echo
+echo "== rootspan providers"
+./build/tools/rootspan providers
+echo
+echo "== host-memory example"
+./build/tools/rootspan-host-example

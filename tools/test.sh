@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Quick start, part 2: build and run the whole test suite.
+# Usage: tools/test.sh [BUILD_DIR [extra meson setup options...]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/install-deps.sh
+build="${1:-build}"
+shift || true
+[ -d "$build" ] || meson setup "$build" -Dtests=enabled "$@" >/dev/null
+ninja -C "$build"
+meson test -C "$build" --print-errorlogs --num-processes 2

@@ -1,0 +1,160 @@
+#include "weights/checkpoint.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "weights/describe.hpp"
+#include "weights/input_file.hpp"
+#include "weights/portable_path.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kOperation = "open_checkpoint";
+// An index lists names, not data: the header limit is more than generous.
+constexpr std::uint64_t kMaxIndexBytes = kMaxSafetensorsHeader;
+
+Diagnostic invalid(const std::string &cause) { return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, cause); }
+
+bool is_regular(const fs::path &path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error);  // follows symbolic links
+}
+
+}  // namespace
+
+Result<Checkpoint> Checkpoint::open(const fs::path &path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (error || !fs::exists(status)) {
+    return make_error(
+        ROOTSPAN_ERR_IO, kOperation,
+        quoted_text(path.string()) + ": no such file or folder" + (error ? ": " + error.message() : std::string()));
+  }
+  if (!fs::is_directory(status)) return open_single(path);
+
+  if (fs::exists(path / kShardIndexName, error)) return open_sharded(path);
+  if (is_regular(path / "model.safetensors")) return open_single(path / "model.safetensors");
+
+  std::vector<fs::path> candidates;
+  for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".safetensors" && is_regular(it->path())) candidates.push_back(it->path());
+  }
+  if (error) {
+    return make_error(ROOTSPAN_ERR_IO, kOperation,
+                      quoted_text(path.string()) + ": cannot list the folder: " + error.message());
+  }
+  if (candidates.size() == 1) return open_single(candidates.front());
+  if (candidates.empty()) {
+    return invalid(quoted_text(path.string()) + ": folder has no " + std::string(kShardIndexName) +
+                   ", no model.safetensors and no other *.safetensors file");
+  }
+  std::sort(candidates.begin(), candidates.end());
+  std::string names;
+  for (const auto &candidate : candidates)
+    names += (names.empty() ? "" : ", ") + quoted_text(candidate.filename().string());
+  return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
+                    quoted_text(path.string()) + ": folder has " + std::to_string(candidates.size()) +
+                        " *.safetensors files (" + names + ") and no " + std::string(kShardIndexName) +
+                        " to say how they fit together",
+                    1, candidates.size());
+}
+
+Result<Checkpoint> Checkpoint::open_single(const fs::path &file) {
+  auto safetensors = open_safetensors(file);
+  if (!safetensors) return safetensors.error();
+  Checkpoint checkpoint;
+  checkpoint.folder_ = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  checkpoint.shards_.push_back(Shard{file.filename().string(), file, std::move(safetensors).value()});
+  if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
+  return checkpoint;
+}
+
+Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder) {
+  const fs::path index_path = folder / kShardIndexName;
+  const std::string index_name = index_path.string();
+  auto text = read_whole_file(index_path, kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
+  if (!text) return text.error();
+  auto index = parse_shard_index(text.value(), index_name);
+  if (!index) return index.error();
+
+  Checkpoint checkpoint;
+  checkpoint.folder_ = folder;
+  for (const std::string &file : index.value().files) {
+    auto resolved = resolve_inside(folder, file, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
+    if (!resolved) return resolved.error();
+    auto safetensors = open_safetensors(resolved.value());
+    if (!safetensors) return safetensors.error();
+    checkpoint.shards_.push_back(Shard{file, resolved.value(), std::move(safetensors).value()});
+  }
+  if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
+
+  // The index and the shards must agree both ways.
+  for (const auto &[tensor, file] : index.value().weight_map) {
+    const TensorRef found = checkpoint.find(tensor);
+    if (!found) {
+      return invalid(quoted_text(index_name) + ": maps tensor " + quoted_text(tensor) + " to " + quoted_text(file) +
+                     ", but no shard has such a tensor");
+    }
+    if (found.shard->file != file) {
+      return invalid(quoted_text(index_name) + ": maps tensor " + quoted_text(tensor) + " to " + quoted_text(file) +
+                     ", but it lies in " + quoted_text(found.shard->file));
+    }
+  }
+  for (const Shard &shard : checkpoint.shards_) {
+    for (const TensorInfo &tensor : shard.safetensors.header.tensors()) {
+      if (!index.value().weight_map.contains(tensor.name)) {
+        return invalid(quoted_text(index_name) + ": tensor " + quoted_text(tensor.name) + " of shard " +
+                       quoted_text(shard.file) + " is not in the weight_map");
+      }
+    }
+  }
+  if (const auto total = index.value().total_size; total && *total != checkpoint.tensor_bytes()) {
+    checkpoint.notes_.push_back(quoted_text(index_name) + ": total_size " + std::to_string(*total) +
+                                " differs from the tensors' " + std::to_string(checkpoint.tensor_bytes()) +
+                                " bytes (advisory, ignored)");
+  }
+  checkpoint.index_ = std::move(index).value();
+  return checkpoint;
+}
+
+Result<void> Checkpoint::index_tensors() {
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    const auto &tensors = shards_[s].safetensors.header.tensors();
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const auto [it, inserted] = by_name_.emplace(tensors[t].name, std::pair{s, t});
+      if (!inserted) {
+        return invalid("tensor " + quoted_text(tensors[t].name) + " appears in two shards: " +
+                       quoted_text(shards_[it->second.first].file) + " and " + quoted_text(shards_[s].file));
+      }
+    }
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+TensorRef Checkpoint::find(std::string_view tensor_name) const {
+  const auto found = by_name_.find(tensor_name);
+  if (found == by_name_.end()) return {};
+  const Shard &shard = shards_[found->second.first];
+  return {&shard, &shard.safetensors.header.tensors()[found->second.second]};
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  names.reserve(by_name_.size());
+  for (const auto &[name, _] : by_name_) names.push_back(name);
+  return names;
+}
+
+std::uint64_t Checkpoint::tensor_bytes() const {
+  // Each shard's tensors tile its data section, so their sum is its size; the
+  // sum over shards cannot overflow what the file system holds.
+  std::uint64_t total = 0;
+  for (const Shard &shard : shards_) total += shard.safetensors.header.data_size();
+  return total;
+}
+
+}  // namespace rootspan::weights

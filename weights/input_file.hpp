@@ -1,0 +1,54 @@
+// InputFile: a regular file opened read-only, with the size fstat gave when it
+// was opened, read with pread at explicit offsets. Every reader of checkpoint
+// bytes goes through it, so "is it a regular file", "how big is it" and
+// "did a read come up short" are answered in one place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "core/diagnostic.hpp"
+
+namespace rootspan::weights {
+
+class InputFile {
+ public:
+  // Opens `path` O_RDONLY | O_CLOEXEC and fstats the descriptor. Fails with
+  // ROOTSPAN_ERR_IO when it cannot be opened or is not a regular file.
+  // `operation` names the caller's operation in the diagnostic.
+  static Result<InputFile> open(const std::filesystem::path &path, std::string operation);
+
+  InputFile(InputFile &&other) noexcept;
+  InputFile &operator=(InputFile &&other) noexcept;
+  InputFile(const InputFile &) = delete;
+  InputFile &operator=(const InputFile &) = delete;
+  ~InputFile();
+
+  int fd() const noexcept { return fd_; }
+  // The size at open time; the file may change later, which readers detect.
+  std::uint64_t size() const noexcept { return size_; }
+  const std::filesystem::path &path() const noexcept { return path_; }
+
+  // Reads exactly into.size() bytes at `offset`, retrying short reads and
+  // EINTR. Fails with ROOTSPAN_ERR_IO when the file ends early (it shrank
+  // since it was opened) or the read fails.
+  Result<void> read_exact(std::span<std::byte> into, std::uint64_t offset) const;
+
+ private:
+  InputFile(std::filesystem::path path, int fd, std::uint64_t size, std::string operation);
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::string operation_;
+};
+
+// Reads a whole small file (an index, a schema) into a string. A file larger
+// than `max_bytes` fails with `too_large_code` before anything is allocated.
+Result<std::string> read_whole_file(const std::filesystem::path &path, std::uint64_t max_bytes,
+                                    rootspan_status too_large_code, std::string operation);
+
+}  // namespace rootspan::weights

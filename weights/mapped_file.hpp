@@ -1,0 +1,44 @@
+// MappedFile: stable host memory that is a read-only, private mmap of a whole
+// checkpoint file (DESIGN 6.1). Mapping is nearly free and makes zero-copy host
+// roots possible; the cost is that a file truncated under the mapping turns a
+// read into SIGBUS, so the size is checked at open (against the size seen when
+// the header was validated, when given) and ReadFile is offered where the file
+// is not under the user's control.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "core/diagnostic.hpp"
+#include "weights/stable_host_memory.hpp"
+
+namespace rootspan::weights {
+
+class MappedFile final : public StableHostMemory {
+ public:
+  // Maps `path` whole. Its size comes from fstat of the opened descriptor; with
+  // `expected_size`, a file of any other size is refused (it changed since its
+  // header was read). An empty file is not mapped (mmap of length 0 is an
+  // error): its stable bytes are empty. Errors: ROOTSPAN_ERR_IO (operation
+  // "map_file") naming the file, with expected and actual sizes on a mismatch.
+  static Result<std::shared_ptr<MappedFile>> open(const std::filesystem::path &path,
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+
+  ~MappedFile() override;
+
+  std::span<const std::byte> stable_bytes() const noexcept override { return {data_, size_}; }
+  const std::filesystem::path &path() const noexcept { return path_; }
+
+ private:
+  MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size);
+
+  std::filesystem::path path_;
+  const std::byte *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace rootspan::weights

@@ -1,0 +1,29 @@
+// Portable relative file names inside a checkpoint folder (DESIGN 6.2). Shard
+// names come from the index file, which is data, not something the user
+// typed: a name must not reach outside the checkpoint, neither by its text
+// ("/etc/passwd", "../x", "C:x", "a\\b") nor through a symbolic link inside
+// the folder that points elsewhere.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/diagnostic.hpp"
+
+namespace rootspan::weights {
+
+// The textual rules: not empty; no leading '/'; no '\'; no ':' (so no drive
+// letter); no control character (below 0x20, or 0x7F); no empty, "." or ".."
+// segment between '/'. Fails with `code`/`operation`, the cause naming the
+// file name, what `subject` it came from, and the rule it broke.
+Result<void> check_portable_name(std::string_view name, rootspan_status code, std::string operation,
+                                 std::string_view subject);
+
+// check_portable_name, then resolves `folder / name` through every symbolic
+// link (weakly_canonical) and requires the result to lie inside the
+// canonical `folder`. Returns the resolved path: the one to open.
+Result<std::filesystem::path> resolve_inside(const std::filesystem::path &folder, std::string_view name,
+                                             rootspan_status code, std::string operation, std::string_view subject);
+
+}  // namespace rootspan::weights
