@@ -1,91 +1,14 @@
 // The extern "C" entry points (DESIGN 3.1). Each one checks its arguments,
 // normalizes incoming structs by their struct_size, calls the C++ core, and
 // turns a Diagnostic into an opaque rootspan_error. No exception leaves here.
-#include <algorithm>
-#include <cstring>
-#include <new>
-
-#include "access.hpp"
-#include "context.hpp"
+#include "c_api_support.hpp"
 #include "dtype.hpp"
-#include "rootspan/rootspan.h"
-
-struct rootspan_error {
-  rootspan::Diagnostic diagnostic;
-  std::string message;
-};
-struct rootspan_context {
-  std::unique_ptr<rootspan::Context> context;
-};
 
 namespace {
 
+using namespace rootspan::c_api;
 using rootspan::Diagnostic;
 using rootspan::with_request;
-
-rootspan::Root *root_of(rootspan_root *r) { return reinterpret_cast<rootspan::Root *>(r); }
-const rootspan::Root *root_of(const rootspan_root *r) { return reinterpret_cast<const rootspan::Root *>(r); }
-rootspan_root *handle_of(rootspan::Root *r) { return reinterpret_cast<rootspan_root *>(r); }
-rootspan::Claim *claim_of(rootspan_claim *c) { return reinterpret_cast<rootspan::Claim *>(c); }
-const rootspan::Claim *claim_of(const rootspan_claim *c) { return reinterpret_cast<const rootspan::Claim *>(c); }
-rootspan_claim *handle_of(rootspan::Claim *c) { return reinterpret_cast<rootspan_claim *>(c); }
-rootspan::Mapping *mapping_of(rootspan_mapping *m) { return reinterpret_cast<rootspan::Mapping *>(m); }
-const rootspan::Mapping *mapping_of(const rootspan_mapping *m) { return reinterpret_cast<const rootspan::Mapping *>(m); }
-
-// Hands a Diagnostic to the caller (when it asked for one) and returns its code.
-rootspan_status report(rootspan_error **error, Diagnostic diagnostic) {
-  const rootspan_status code = diagnostic.code;
-  if (error != nullptr) {
-    auto *e = new (std::nothrow) rootspan_error();
-    if (e != nullptr) {
-      e->diagnostic = std::move(diagnostic);
-      e->message = e->diagnostic.message();
-    }
-    *error = e;
-  }
-  return code;
-}
-
-rootspan_status invalid(rootspan_error **error, const char *operation, const char *cause) {
-  return report(error, rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, cause));
-}
-
-// Runs an entry point's body: a Result becomes a status, an escaping exception
-// an error (allocation failure, or a bug).
-template <class Body>
-rootspan_status guarded(rootspan_error **error, const char *operation, Body &&body) noexcept {
-  try {
-    auto result = body();
-    if (result) return ROOTSPAN_OK;
-    return report(error, std::move(result).error());
-  } catch (const std::bad_alloc &) {
-    return report(error, rootspan::make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, operation, "out of memory"));
-  } catch (const std::exception &e) {
-    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, e.what()));
-  } catch (...) {
-    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, "unknown exception"));
-  }
-}
-
-// Copies a caller's struct into a zeroed full-size one: fields the caller's
-// (older) header did not have read as zero.
-template <class T>
-T read_struct(const T *in) {
-  T out{};
-  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
-  out.struct_size = sizeof(T);
-  return out;
-}
-
-// Writes a full-size struct into a caller's, up to the caller's struct_size.
-template <class T>
-void write_struct(T *out, T value) {
-  const std::size_t size = std::min(out->struct_size, sizeof(T));
-  value.struct_size = out->struct_size;
-  std::memcpy(out, &value, size);
-}
-
-bool has_size(const void *p, std::size_t struct_size) { return p != nullptr && struct_size >= sizeof(std::size_t); }
 
 rootspan_span span_out(const rootspan::Span &s) {
   return {sizeof(rootspan_span), s.root_id, s.offset, s.length, s.alignment};

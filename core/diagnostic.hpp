@@ -74,6 +74,16 @@ Diagnostic make_error(rootspan_status code, std::string operation, std::string c
 template <class T>
 using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;
 
+// Assigns a Result's value to an existing `target`, or returns its error from
+// the enclosing function. (BOOST_OUTCOME_TRY spells this differently in Boost
+// 1.74, Debian 12's, and in later versions; this one reads the same in both.)
+#define ROOTSPAN_ASSIGN_OR_RETURN(target, expr)        \
+  do {                                                 \
+    auto rootspan_result_ = (expr);                    \
+    if (!rootspan_result_) return rootspan_result_.error(); \
+    target = std::move(rootspan_result_).value();      \
+  } while (0)
+
 // Fills in what the operation asked for, where the failing helper could not know.
 inline Diagnostic with_request(Diagnostic d, std::string operation, const Requested &requested) {
   d.operation = std::move(operation);

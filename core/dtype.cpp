@@ -9,35 +9,34 @@ namespace {
 struct DTypeRow {
   rootspan_dtype dtype;
   const char *name;
-  const char *safetensors_name;  // nullptr: safetensors has no such type
   std::uint64_t bits;
   std::uint64_t alignment;
 };
 
 // Indexed by the rootspan_dtype value.
 constexpr std::array<DTypeRow, 22> kTable = {{
-    {ROOTSPAN_DTYPE_NONE, "NONE", nullptr, 8, 1},
-    {ROOTSPAN_DTYPE_BOOL, "BOOL", "BOOL", 8, 1},
-    {ROOTSPAN_DTYPE_U8, "U8", "U8", 8, 1},
-    {ROOTSPAN_DTYPE_I8, "I8", "I8", 8, 1},
-    {ROOTSPAN_DTYPE_U16, "U16", "U16", 16, 2},
-    {ROOTSPAN_DTYPE_I16, "I16", "I16", 16, 2},
-    {ROOTSPAN_DTYPE_U32, "U32", "U32", 32, 4},
-    {ROOTSPAN_DTYPE_I32, "I32", "I32", 32, 4},
-    {ROOTSPAN_DTYPE_U64, "U64", "U64", 64, 8},
-    {ROOTSPAN_DTYPE_I64, "I64", "I64", 64, 8},
-    {ROOTSPAN_DTYPE_F16, "F16", "F16", 16, 2},
-    {ROOTSPAN_DTYPE_BF16, "BF16", "BF16", 16, 2},
-    {ROOTSPAN_DTYPE_F32, "F32", "F32", 32, 4},
-    {ROOTSPAN_DTYPE_F64, "F64", "F64", 64, 8},
-    {ROOTSPAN_DTYPE_C32, "C32", "C64", 64, 4},
-    {ROOTSPAN_DTYPE_C64, "C64", nullptr, 128, 8},
-    {ROOTSPAN_DTYPE_F8_E5M2, "F8_E5M2", "F8_E5M2", 8, 1},
-    {ROOTSPAN_DTYPE_F8_E4M3, "F8_E4M3", "F8_E4M3", 8, 1},
-    {ROOTSPAN_DTYPE_F8_E8M0, "F8_E8M0", "F8_E8M0", 8, 1},
-    {ROOTSPAN_DTYPE_F4, "F4", "F4", 4, 1},
-    {ROOTSPAN_DTYPE_F6_E2M3, "F6_E2M3", "F6_E2M3", 6, 1},
-    {ROOTSPAN_DTYPE_F6_E3M2, "F6_E3M2", "F6_E3M2", 6, 1},
+    {ROOTSPAN_DTYPE_NONE, "NONE", 8, 1},
+    {ROOTSPAN_DTYPE_BOOL, "BOOL", 8, 1},
+    {ROOTSPAN_DTYPE_U8, "U8", 8, 1},
+    {ROOTSPAN_DTYPE_I8, "I8", 8, 1},
+    {ROOTSPAN_DTYPE_U16, "U16", 16, 2},
+    {ROOTSPAN_DTYPE_I16, "I16", 16, 2},
+    {ROOTSPAN_DTYPE_U32, "U32", 32, 4},
+    {ROOTSPAN_DTYPE_I32, "I32", 32, 4},
+    {ROOTSPAN_DTYPE_U64, "U64", 64, 8},
+    {ROOTSPAN_DTYPE_I64, "I64", 64, 8},
+    {ROOTSPAN_DTYPE_F16, "F16", 16, 2},
+    {ROOTSPAN_DTYPE_BF16, "BF16", 16, 2},
+    {ROOTSPAN_DTYPE_F32, "F32", 32, 4},
+    {ROOTSPAN_DTYPE_F64, "F64", 64, 8},
+    {ROOTSPAN_DTYPE_C32, "C32", 64, 4},
+    {ROOTSPAN_DTYPE_C64, "C64", 128, 8},
+    {ROOTSPAN_DTYPE_F8_E5M2, "F8_E5M2", 8, 1},
+    {ROOTSPAN_DTYPE_F8_E4M3, "F8_E4M3", 8, 1},
+    {ROOTSPAN_DTYPE_F8_E8M0, "F8_E8M0", 8, 1},
+    {ROOTSPAN_DTYPE_F4, "F4", 4, 1},
+    {ROOTSPAN_DTYPE_F6_E2M3, "F6_E2M3", 6, 1},
+    {ROOTSPAN_DTYPE_F6_E3M2, "F6_E3M2", 6, 1},
 }};
 
 const DTypeRow *row(rootspan_dtype dtype) {
@@ -67,18 +66,6 @@ std::uint64_t dtype_alignment(rootspan_dtype dtype) {
 const char *dtype_name(rootspan_dtype dtype) {
   const DTypeRow *r = row(dtype);
   return r == nullptr ? "unknown" : r->name;
-}
-
-std::optional<rootspan_dtype> dtype_from_safetensors(std::string_view name) {
-  for (const DTypeRow &r : kTable) {
-    if (r.safetensors_name != nullptr && name == r.safetensors_name) return r.dtype;
-  }
-  return std::nullopt;
-}
-
-const char *dtype_safetensors_name(rootspan_dtype dtype) {
-  const DTypeRow *r = row(dtype);
-  return r == nullptr || r->safetensors_name == nullptr ? "unknown" : r->safetensors_name;
 }
 
 bool dtype_can_view(rootspan_dtype root, rootspan_dtype view) {

@@ -2,8 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 #include "rootspan/types.h"
 
@@ -18,10 +16,6 @@ std::uint64_t dtype_alignment(rootspan_dtype dtype);
 // rootspan's own name ("F32", "C32"); "unknown" for a value out of range.
 const char *dtype_name(rootspan_dtype dtype);
 bool dtype_is_known(rootspan_dtype dtype);
-
-// The safetensors dtype names ("F32", "BF16", "C64" = rootspan C32 ...).
-std::optional<rootspan_dtype> dtype_from_safetensors(std::string_view name);
-const char *dtype_safetensors_name(rootspan_dtype dtype);
 
 // A typed root of type `root` may be viewed as `view`: the same type, or
 // complex and real of the same component width (C32<->F32, C64<->F64).

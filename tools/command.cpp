@@ -32,6 +32,7 @@ ExitStatus exit_status_for(rootspan_status code) {
     case ROOTSPAN_ERR_INVALID_CHECKPOINT:
     case ROOTSPAN_ERR_INVALID_SCHEMA:
     case ROOTSPAN_ERR_INVALID_PAYLOAD:
+    case ROOTSPAN_ERR_IO:  // a file that cannot be read is input the user must fix
       return kInvalidInput;
     default:
       return kFailure;

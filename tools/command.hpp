@@ -54,5 +54,7 @@ void print_json(const nlohmann::json &document);
 
 int run_version(std::vector<std::string> args);
 int run_providers(std::vector<std::string> args);
+int run_inspect(std::vector<std::string> args);
+int run_load(std::vector<std::string> args);
 
 }  // namespace rootspan::cli

@@ -15,6 +15,9 @@ void print_help() {
       "commands:\n"
       "  version                     the library and provider ABI versions\n"
       "  providers                   the providers found, loaded or skipped, and why\n"
+      "  inspect PATH                a checkpoint's shards, tensors and validation verdict\n"
+      "  load PATH [--schema FILE] [--provider NAME|auto] [--device N] [--strategy mmap|read] [--verify]\n"
+      "                              load every component into provider memory\n"
       "\n"
       "options of every command:\n"
       "  --json                      one JSON document on stdout; errors as JSON on stderr\n"
@@ -36,6 +39,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "version") return run_version(std::move(args));
   if (command == "providers") return run_providers(std::move(args));
+  if (command == "inspect") return run_inspect(std::move(args));
+  if (command == "load") return run_load(std::move(args));
   std::fprintf(stderr, "rootspan: unknown command '%s' (see rootspan --help)\n", command.c_str());
   return kUsage;
 }

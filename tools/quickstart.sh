@@ -14,3 +14,6 @@ echo "== rootspan providers"
 echo
 echo "== host-memory example"
 ./build/tools/rootspan-host-example
+echo
+echo "== rootspan load (the example checkpoint the build wrote: two shards, a schema with a packed component)"
+./build/tools/rootspan load build/tools/example-checkpoint --schema build/tools/example-checkpoint/schema.json --verify

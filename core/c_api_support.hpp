@@ -1,0 +1,93 @@
+// What the C entry points share (core/c_api.cpp, weights/weights_c_api.cpp):
+// the opaque handle types behind the C names, and the helpers that turn a
+// Result into a status plus a rootspan_error and read and write versioned
+// structs by their struct_size.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "core/access.hpp"
+#include "core/context.hpp"
+#include "rootspan/rootspan.h"
+
+struct rootspan_error {
+  rootspan::Diagnostic diagnostic;
+  std::string message;
+};
+struct rootspan_context {
+  std::unique_ptr<rootspan::Context> context;
+};
+
+namespace rootspan::c_api {
+
+inline rootspan::Root *root_of(rootspan_root *r) { return reinterpret_cast<rootspan::Root *>(r); }
+inline const rootspan::Root *root_of(const rootspan_root *r) { return reinterpret_cast<const rootspan::Root *>(r); }
+inline rootspan_root *handle_of(rootspan::Root *r) { return reinterpret_cast<rootspan_root *>(r); }
+inline rootspan::Claim *claim_of(rootspan_claim *c) { return reinterpret_cast<rootspan::Claim *>(c); }
+inline const rootspan::Claim *claim_of(const rootspan_claim *c) { return reinterpret_cast<const rootspan::Claim *>(c); }
+inline rootspan_claim *handle_of(rootspan::Claim *c) { return reinterpret_cast<rootspan_claim *>(c); }
+inline rootspan::Mapping *mapping_of(rootspan_mapping *m) { return reinterpret_cast<rootspan::Mapping *>(m); }
+inline const rootspan::Mapping *mapping_of(const rootspan_mapping *m) {
+  return reinterpret_cast<const rootspan::Mapping *>(m);
+}
+
+// Hands a Diagnostic to the caller (when it asked for one) and returns its code.
+inline rootspan_status report(rootspan_error **error, Diagnostic diagnostic) {
+  const rootspan_status code = diagnostic.code;
+  if (error != nullptr) {
+    auto *e = new (std::nothrow) rootspan_error();
+    if (e != nullptr) {
+      e->diagnostic = std::move(diagnostic);
+      e->message = e->diagnostic.message();
+    }
+    *error = e;
+  }
+  return code;
+}
+
+inline rootspan_status invalid(rootspan_error **error, const char *operation, const char *cause) {
+  return report(error, rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, cause));
+}
+
+// Runs an entry point's body: a Result becomes a status, an escaping exception
+// an error (allocation failure, or a bug).
+template <class Body>
+rootspan_status guarded(rootspan_error **error, const char *operation, Body &&body) noexcept {
+  try {
+    auto result = body();
+    if (result) return ROOTSPAN_OK;
+    return report(error, std::move(result).error());
+  } catch (const std::bad_alloc &) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, operation, "out of memory"));
+  } catch (const std::exception &e) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, e.what()));
+  } catch (...) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, "unknown exception"));
+  }
+}
+
+// Copies a caller's struct into a zeroed full-size one: fields the caller's
+// (older) header did not have read as zero.
+template <class T>
+T read_struct(const T *in) {
+  T out{};
+  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
+  out.struct_size = sizeof(T);
+  return out;
+}
+
+// Writes a full-size struct into a caller's, up to the caller's struct_size.
+template <class T>
+void write_struct(T *out, T value) {
+  const std::size_t size = std::min(out->struct_size, sizeof(T));
+  value.struct_size = out->struct_size;
+  std::memcpy(out, &value, size);
+}
+
+inline bool has_size(const void *p, std::size_t struct_size) { return p != nullptr && struct_size >= sizeof(std::size_t); }
+
+}  // namespace rootspan::c_api

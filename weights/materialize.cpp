@@ -1,0 +1,314 @@
+#include "weights/materialize.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <memory>
+
+#include "core/access.hpp"
+#include "core/dtype.hpp"
+#include "weights/input_file.hpp"
+#include "weights/mapped_file.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+constexpr const char *kOperation = "load_component";
+constexpr std::uint64_t kReadChunk = 64ull << 20;  // progress and cancellation granularity
+
+Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
+  if (d.operation.empty()) d.operation = kOperation;
+  d.cause = "component \"" + payload.component_id() + "\": " + d.cause;
+  return d;
+}
+
+// The element type a component's root carries: its dense type when that has a
+// whole-byte size, else untyped bytes (block-quantized and sub-byte types).
+rootspan_dtype root_dtype(const ComponentPayload &payload) {
+  const rootspan_dtype dtype = payload.element_type().dtype;
+  return dtype_size(dtype) == 0 ? ROOTSPAN_DTYPE_NONE : dtype;
+}
+
+std::uint64_t address_alignment(const void *p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t lowest = address & (~address + 1);
+  return address == 0 ? 4096 : std::min<std::uint64_t>(lowest, 4096);
+}
+
+// One byte range of one segment on its way into a root.
+struct Chunk {
+  const Segment *segment;
+  std::uint64_t file_offset;
+  std::uint64_t root_offset;
+  std::uint64_t length;
+};
+
+std::vector<Chunk> chunks_of(const ComponentPayload &payload, std::uint64_t chunk_bytes) {
+  std::vector<Chunk> chunks;
+  std::uint64_t root_offset = 0;
+  for (const Segment &segment : payload.segments()) {
+    for (std::uint64_t done = 0; done < segment.length(); done += chunk_bytes) {
+      const std::uint64_t n = std::min(chunk_bytes, segment.length() - done);
+      chunks.push_back({&segment, segment.file_offset() + done, root_offset + done, n});
+    }
+    root_offset += segment.length();
+  }
+  return chunks;
+}
+
+// Claims and mappings taken for one step, released in order whatever happens.
+struct HeldClaim {
+  Claim *claim = nullptr;
+  Mapping *mapping = nullptr;
+  HeldClaim() = default;
+  HeldClaim(const HeldClaim &) = delete;
+  HeldClaim &operator=(const HeldClaim &) = delete;
+  ~HeldClaim() {
+    if (mapping != nullptr) unmap(*mapping);
+    if (claim != nullptr) (void)claim_release(*claim);
+  }
+};
+
+class LoadRun {
+ public:
+  LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total)
+      : context_(context), provider_(std::move(provider)), options_(options), total_(total) {}
+
+  // Releases every root still held: a load that did not finish leaves none.
+  ~LoadRun() {
+    for (Root *root : made_) (void)context_.release(root);
+  }
+
+  Result<LoadedComponent> load(ComponentPayload &payload, std::size_t index, std::size_t count) {
+    progress_.component = &payload.component_id();
+    progress_.component_index = index;
+    progress_.component_count = count;
+    LoadedComponent loaded{payload.component_id(), nullptr, payload.total_bytes(), payload.segments().size(), false};
+    const bool host = provider_->table().map_write != nullptr && provider_->kind() == "host";
+    if (host && options_.strategy == Strategy::kMmap) {
+      auto zero_copy = try_zero_copy(payload);
+      if (!zero_copy) return zero_copy.error();
+      if (zero_copy.value() != nullptr) {
+        loaded.root = zero_copy.value();
+        loaded.zero_copy = true;
+        BOOST_OUTCOME_TRY(advance(payload.total_bytes()));
+        return loaded;
+      }
+    }
+    auto root = allocate(payload, host ? ROOTSPAN_MEMORY_HOST : ROOTSPAN_MEMORY_DEVICE);
+    if (!root) return error_in(payload, root.error());
+    loaded.root = root.value();
+    auto copied = host_access(*loaded.root) ? read_into_mapping(payload, *loaded.root) : upload(payload, *loaded.root);
+    if (!copied) return error_in(payload, copied.error());
+    return loaded;
+  }
+
+  // The roots now belong to the caller.
+  void keep_all() { made_.clear(); }
+
+ private:
+  bool host_access(const Root &root) const { return root.host_accessible(); }
+
+  Result<void> advance(std::uint64_t bytes) {
+    progress_.bytes_done += bytes;
+    progress_.bytes_total = total_;
+    if (options_.progress && !options_.progress(progress_)) {
+      return make_error(ROOTSPAN_ERR_CANCELLED, kOperation,
+                        "the progress callback cancelled the load at component \"" + *progress_.component + "\"",
+                        total_, progress_.bytes_done);
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  Result<const StableHostMemory *> mapped(const Segment &segment) {
+    auto found = mappings_.find(segment.path());
+    if (found == mappings_.end()) {
+      auto opened = MappedFile::open(segment.path());
+      if (!opened) return opened.error();
+      found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
+    }
+    return found->second.get();
+  }
+
+  Result<const InputFile *> file(const std::filesystem::path &path) {
+    auto found = files_.find(path);
+    if (found == files_.end()) {
+      auto opened = InputFile::open(path, kOperation);
+      if (!opened) return opened.error();
+      found = files_.emplace(path, std::move(opened).value()).first;
+    }
+    return &found->second;
+  }
+
+  // A read-only root over the segment's retained file region, when the
+  // component is one non-empty segment whose bytes are aligned for its type;
+  // nullptr when it must be copied instead.
+  Result<Root *> try_zero_copy(ComponentPayload &payload) {
+    if (payload.segments().size() != 1 || payload.total_bytes() == 0) return nullptr;
+    const Segment &segment = payload.segments().front();
+    auto owner = mapped(segment);
+    if (!owner) return error_in(payload, owner.error());
+    auto retained = payload.retain_host_memory([&](const Segment &s) -> std::shared_ptr<const StableHostMemory> {
+      auto found = mappings_.find(s.path());
+      return found == mappings_.end() ? nullptr : found->second;
+    });
+    if (!retained) return error_in(payload, retained.error());
+    const RetainedRegion &region = *payload.segments().front().retained();
+    const std::byte *data = region.bytes().data();
+    const rootspan_dtype dtype = root_dtype(payload);
+    if (reinterpret_cast<std::uintptr_t>(data) % dtype_alignment(dtype) != 0) return nullptr;
+
+    HostImport import;
+    import.provider = provider_->name();
+    import.dtype = dtype;
+    import.read_only = true;
+    // The root keeps the file mapping alive through its own region reference.
+    auto *keep = new RetainedRegion(region);
+    import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
+                     address_alignment(data), [](void *context, void *) { delete static_cast<RetainedRegion *>(context); },
+                     keep};
+    auto root = context_.import_host(import);
+    if (!root) return error_in(payload, root.error());
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  Result<Root *> allocate(const ComponentPayload &payload, rootspan_memory_kind kind) {
+    AllocateOptions allocation;
+    allocation.provider = provider_->name();
+    allocation.device = options_.device;
+    allocation.memory_kind = kind;
+    allocation.byte_length = payload.total_bytes();
+    allocation.alignment = 64;
+    allocation.dtype = root_dtype(payload);
+    auto root = context_.allocate(allocation);
+    if (!root) return root.error();
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  // Host memory: pread each segment, in order, straight into the root.
+  Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
+    auto *base = static_cast<std::byte *>(held.mapping->provider.data);
+    for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
+      const InputFile *in = nullptr;
+      ROOTSPAN_ASSIGN_OR_RETURN(in, file(chunk.segment->path()));
+      BOOST_OUTCOME_TRY(in->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset));
+      BOOST_OUTCOME_TRY(advance(chunk.length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // No host access: two staging buffers; while one is uploaded through the
+  // provider's copy hook, the next chunk is read into the other.
+  Result<void> upload(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(options_.staging_bytes, 4096);
+    const std::vector<Chunk> chunks = chunks_of(payload, chunk_bytes);
+    for (auto &buffer : staging_) buffer.resize(std::min(chunk_bytes, payload.total_bytes()));
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    for (const Chunk &chunk : chunks) {  // open every file before the reader thread runs
+      BOOST_OUTCOME_TRY(file(chunk.segment->path()));
+    }
+
+    auto read = [&](std::size_t i) -> Result<void> {
+      const Chunk &c = chunks[i];
+      return files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
+    };
+    Result<void> pending = read(0);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (!pending) return pending.error();
+      std::future<Result<void>> next;
+      if (i + 1 < chunks.size()) next = std::async(std::launch::async, read, i + 1);
+      auto copied = copy_from_host(*held.claim, chunks[i].root_offset, staging_[i % 2].data(), chunks[i].length);
+      pending = next.valid() ? next.get() : Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success());
+      if (!copied) return copied.error();
+      BOOST_OUTCOME_TRY(advance(chunks[i].length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  Context &context_;
+  std::shared_ptr<Provider> provider_;
+  const LoadOptions &options_;
+  std::uint64_t total_;
+  LoadProgress progress_;
+  std::vector<Root *> made_;
+  std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
+  std::map<std::filesystem::path, InputFile> files_;
+  std::vector<std::byte> staging_[2];
+};
+
+}  // namespace
+
+Result<LoadResult> load_components(Context &context, const Checkpoint &, ResolvedSchema schema,
+                                   const LoadOptions &options) {
+  auto provider = context.provider(options.provider);
+  if (!provider) return with_request(provider.error(), kOperation, Requested::none());
+  LoadResult result;
+  result.provider = options.provider;
+  result.skipped = std::move(schema.skipped);
+  for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
+
+  LoadRun run(context, provider.value(), options, result.total_bytes);
+  for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
+    auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
+    if (!loaded) return loaded.error();  // ~LoadRun releases every root made
+    result.components.push_back(std::move(loaded).value());
+  }
+  run.keep_all();
+  return result;
+}
+
+Result<void> release_components(Context &context, LoadResult &result) {
+  std::optional<Diagnostic> first;
+  std::vector<LoadedComponent> kept;
+  for (LoadedComponent &component : result.components) {
+    auto released = context.release(component.root);
+    if (!released) {
+      if (!first) first = released.error();
+      kept.push_back(component);
+    }
+  }
+  result.components = std::move(kept);
+  if (first) return *first;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<std::string> root_sha256(Root &root) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> digest(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!digest || EVP_DigestInit_ex(digest.get(), EVP_sha256(), nullptr) != 1) {
+    return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, "verify", "cannot start a SHA-256 digest");
+  }
+  const std::uint64_t length = root.extent.length;
+  if (length != 0) {
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, length, ROOTSPAN_CLAIM_SHARED));
+    std::vector<std::byte> buffer(std::min<std::uint64_t>(length, kReadChunk));
+    for (std::uint64_t done = 0; done < length; done += buffer.size()) {
+      const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), length - done);
+      BOOST_OUTCOME_TRY(copy_to_host(*held.claim, done, buffer.data(), n));
+      EVP_DigestUpdate(digest.get(), buffer.data(), n);
+    }
+  }
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_length = 0;
+  EVP_DigestFinal_ex(digest.get(), out, &out_length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < out_length; ++i) {
+    hex += kHex[out[i] >> 4];
+    hex += kHex[out[i] & 15];
+  }
+  return hex;
+}
+
+}  // namespace rootspan::weights

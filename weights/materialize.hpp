@@ -1,0 +1,69 @@
+// Materialization (DESIGN 6.5): validated component payloads become roots of
+// one provider. On the host, a single-segment component whose bytes meet the
+// required alignment becomes a read-only root over its retained file region
+// (zero-copy); otherwise one root is allocated and its segments are read into
+// it in order with pread, straight from the file. A provider without host
+// access gets its segments uploaded through its copy hooks from a pair of
+// staging buffers, the next file read overlapping the current upload. A
+// failed or cancelled load releases every root it made.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/context.hpp"
+#include "weights/checkpoint.hpp"
+#include "weights/resolve.hpp"
+
+namespace rootspan::weights {
+
+enum class Strategy { kMmap, kRead };
+
+struct LoadProgress {
+  const std::string *component = nullptr;  // the component being loaded
+  std::size_t component_index = 0;
+  std::size_t component_count = 0;
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+};
+// Returns false to cancel the load.
+using ProgressCallback = std::function<bool(const LoadProgress &)>;
+
+struct LoadOptions {
+  std::string provider = "host";  // a loaded provider's name
+  std::uint32_t device = 0;
+  Strategy strategy = Strategy::kMmap;
+  ProgressCallback progress;
+  std::uint64_t staging_bytes = 8ull << 20;  // per staging buffer, for providers without host access
+};
+
+struct LoadedComponent {
+  std::string id;
+  Root *root = nullptr;
+  std::uint64_t bytes = 0;
+  std::size_t segments = 0;
+  bool zero_copy = false;
+};
+
+struct LoadResult {
+  std::string provider;
+  std::vector<LoadedComponent> components;
+  std::vector<SkippedComponent> skipped;
+  std::uint64_t total_bytes = 0;
+};
+
+// Loads every payload of `schema` into roots of options.provider. On failure
+// or cancellation no root made here is left.
+Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
+                                   const LoadOptions &options);
+
+// Releases the roots of a load (Busy if one is still claimed; the others are
+// released regardless).
+Result<void> release_components(Context &context, LoadResult &result);
+
+// The lowercase hex SHA-256 of a root's bytes, read back through its provider
+// under a shared claim.
+Result<std::string> root_sha256(Root &root);
+
+}  // namespace rootspan::weights
