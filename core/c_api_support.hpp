@@ -12,6 +12,7 @@
 
 #include "core/access.hpp"
 #include "core/context.hpp"
+#include "core/struct_io.hpp"
 #include "rootspan/rootspan.h"
 
 struct rootspan_error {
@@ -70,23 +71,8 @@ rootspan_status guarded(rootspan_error **error, const char *operation, Body &&bo
   }
 }
 
-// Copies a caller's struct into a zeroed full-size one: fields the caller's
-// (older) header did not have read as zero.
-template <class T>
-T read_struct(const T *in) {
-  T out{};
-  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
-  out.struct_size = sizeof(T);
-  return out;
-}
-
-// Writes a full-size struct into a caller's, up to the caller's struct_size.
-template <class T>
-void write_struct(T *out, T value) {
-  const std::size_t size = std::min(out->struct_size, sizeof(T));
-  value.struct_size = out->struct_size;
-  std::memcpy(out, &value, size);
-}
+using rootspan::read_struct;
+using rootspan::write_struct;
 
 inline bool has_size(const void *p, std::size_t struct_size) { return p != nullptr && struct_size >= sizeof(std::size_t); }
 

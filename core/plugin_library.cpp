@@ -1,11 +1,14 @@
 #include "core/plugin_library.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -55,26 +58,107 @@ void arm_exit_detection() {
 // on another thread.
 [[maybe_unused]] const bool g_armed_at_start = (arm_exit_detection(), true);
 
-// What a LoadedLibrary owns. Members are destroyed in reverse order: the
-// library is unloaded before its descriptor is closed, so the number N of
-// /proc/self/fd/N cannot be reused by another plugin while the dynamic loader
-// still knows this one by that name (dlopen matches loaded objects by name
-// and would hand back the wrong library).
-struct Holder {
-  UniqueFd fd;
-  boost::dll::shared_library library;
-};
+struct Holder;  // below, with the descriptor names
 
 struct KeptLibraries {
   std::mutex mutex;
   std::vector<Holder *> released_at_exit;
   std::vector<std::shared_ptr<Holder>> no_unload;
+  std::vector<int> reserved_descriptors;  // open for good (see release_descriptor)
 };
 
 KeptLibraries &kept() {
   static auto *libraries = new KeptLibraries;  // never destroyed: must outlive every static destructor
   return *libraries;
 }
+
+// ---- descriptor names --------------------------------------------------------
+//
+// A plugin is loaded as "/proc/self/fd/N", and the dynamic loader knows it by
+// that name: dlopen of a name it knows returns the library it knows by it,
+// without opening anything. A library can outlive the core's dlclose (linked
+// with -z nodelete, or also opened by other code: the loader then adds the
+// descriptor name to that object's names). Were N closed and handed out
+// again, the next plugin opened on it would get the old library back. So a
+// descriptor whose name the loader still knows is never closed, and a
+// descriptor whose name the loader knows for another file is never loaded.
+
+std::string descriptor_name(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// The object the dynamic loader answers to name with (the caller dlcloses
+// it), or nullptr. Without a loaded object of that name the loader opens the
+// file and answers with an object already loaded from the same file (device
+// and inode), adding name to that object's names.
+void *known_as(const std::string &name) {
+  void *handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) ::dlerror();
+  return handle;
+}
+
+// Closes a descriptor, unless the loader still knows a library by its name:
+// that one stays open for the life of the process, so its number is never
+// reused.
+void release_descriptor(UniqueFd fd) {
+  if (!fd) return;
+  if (void *known = known_as(descriptor_name(fd.get()))) {
+    ::dlclose(known);
+    std::lock_guard<std::mutex> lock(kept().mutex);
+    kept().reserved_descriptors.push_back(fd.release());
+  }
+}
+
+// A descriptor of the checked file whose name the loader knows for no other
+// file: fd itself, or a duplicate of it. The loader knows a name either from
+// a library that outlived its descriptor (a stale name: another file), or
+// because this very file is already loaded under another name (matched by
+// device and inode). Only in the second case does a second name of the same
+// file lead to the same object. A stale name is never tried again.
+Result<UniqueFd> descriptor_with_free_name(UniqueFd fd, const std::string &who) {
+  constexpr int kAttempts = 8;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    void *known = known_as(descriptor_name(fd.get()));
+    if (known == nullptr) return fd;
+    UniqueFd other(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    const int err = errno;
+    void *again = other ? known_as(descriptor_name(other.get())) : nullptr;
+    ::dlclose(known);
+    if (again != nullptr) ::dlclose(again);
+    if (!other) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, kOperation,
+                                who + ": cannot duplicate its descriptor: " + std::strerror(err));
+      d.policy = "L5";
+      return d;
+    }
+    if (again == known) {  // this file, loaded elsewhere: fd's name leads to it
+      release_descriptor(std::move(other));
+      return fd;
+    }
+    release_descriptor(std::move(fd));  // stale: kept open, never reused
+    fd = std::move(other);
+  }
+  Diagnostic d = make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, kOperation,
+                            who + ": the dynamic loader knows another library by each of " + std::to_string(kAttempts) +
+                                " descriptor names tried");
+  d.policy = "L5";
+  return d;
+}
+
+// What a LoadedLibrary owns: the library and the descriptor it was loaded
+// from. The library is unloaded first; the descriptor is then closed, or kept
+// open for good when the library outlived the unload (release_descriptor).
+struct Holder {
+  UniqueFd fd;
+  std::string name;  // descriptor_name(fd): the loader's name for the library
+  boost::dll::shared_library library;
+
+  Holder() = default;
+  Holder(const Holder &) = delete;
+  Holder &operator=(const Holder &) = delete;
+  ~Holder() {
+    library.unload();
+    release_descriptor(std::move(fd));
+  }
+};
 
 void release_holder(Holder *holder) {
   if (g_exiting.load()) {
@@ -136,9 +220,16 @@ bool unloading_allowed() { return !g_exiting.load(); }
 Result<LoadedLibrary> load_plugin_library(CheckedLibrary &&checked) {
   arm_exit_detection();
   const std::string who = subject(checked);
-  const std::string loaded_name = checked.descriptor_path();
   const std::string real_name = checked.path.string();
   if (!checked.fd) return rejected("L5", who, "no open descriptor (expected a file checked by L4)");
+  auto named = descriptor_with_free_name(std::move(checked.fd), who);
+  if (!named) return named.error();
+  // From here every way out goes through ~Holder, which unloads the library
+  // and then closes (or keeps) the descriptor.
+  auto holder = std::make_unique<Holder>();
+  holder->fd = std::move(named).value();
+  holder->name = descriptor_name(holder->fd.get());
+  const std::string &loaded_name = holder->name;
 
   // Boost.DLL reports a failed dlopen as "Bad file descriptor". Load once with
   // dlopen itself to keep the loader's text (it names a missing dependency);
@@ -151,16 +242,14 @@ Result<LoadedLibrary> load_plugin_library(CheckedLibrary &&checked) {
         "L5", who,
         "dlopen(RTLD_NOW | RTLD_LOCAL) failed: " + rename_in(text ? text : "unknown error", loaded_name, real_name));
   }
-  auto holder = std::make_unique<Holder>();
   std::error_code ec;
   holder->library.load(loaded_name, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
   const char *text = ec ? ::dlerror() : nullptr;
   const std::string boost_text = text ? rename_in(text, loaded_name, real_name) : ec.message();
-  ::dlclose(probe);  // now, while the descriptor is still open (see Holder)
+  ::dlclose(probe);  // while the descriptor is open (see release_descriptor)
   if (ec || !holder->library.is_loaded()) {
     return rejected("L5", who, "loading with Boost.DLL failed: " + boost_text);
   }
-  holder->fd = std::move(checked.fd);
 
   // The entry symbol, defined by this library itself (dlsym also searches its
   // dependencies), as a function.

@@ -10,7 +10,10 @@ namespace rootspan::cli {
 int run_inspect(std::vector<std::string> args) {
   CommonOptions options;
   if (!take_common_options(args, options)) return kUsage;
-  if (args.size() != 1) return print_usage_error(options, "inspect takes one PATH (a checkpoint file or folder)");
+  if (args.size() != 1 || (!args[0].empty() && args[0][0] == '-')) {
+    return print_usage_error(options, "inspect takes one PATH (a checkpoint file or folder)" +
+                                          (args.empty() ? std::string() : ", not '" + args[0] + "'"));
+  }
   char *text = nullptr;
   rootspan_error *raw_error = nullptr;
   if (rootspan_checkpoint_inspect(args[0].c_str(), &text, &raw_error) != ROOTSPAN_OK) {

@@ -9,4 +9,6 @@ build="${1:-build}"
 shift || true
 [ -d "$build" ] || meson setup "$build" -Dtests=enabled "$@" >/dev/null
 ninja -C "$build"
-meson test -C "$build" --print-errorlogs --num-processes 2
+# ROOTSPAN_TEST_ARGS: extra `meson test` arguments (CI leaves the install
+# suite out of the sanitizer run: it builds the project a third time).
+meson test -C "$build" --print-errorlogs --num-processes 2 ${ROOTSPAN_TEST_ARGS:-}

@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "core/access.hpp"
 #include "core/dtype.hpp"
@@ -21,7 +22,14 @@ constexpr std::uint64_t kReadChunk = 64ull << 20;  // progress and cancellation 
 
 Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
   if (d.operation.empty()) d.operation = kOperation;
-  d.cause = "component \"" + payload.component_id() + "\": " + d.cause;
+  const std::string name = "component \"" + payload.component_id() + "\"";
+  if (d.cause.find(name) == std::string::npos) d.cause = name + ": " + d.cause;
+  return d;
+}
+
+// Names the tensor a failed read was for (DESIGN 6.5: component, tensor, file).
+Diagnostic error_in(const Segment &segment, Diagnostic d) {
+  d.cause = "tensor \"" + segment.source() + "\": " + d.cause;
   return d;
 }
 
@@ -74,8 +82,12 @@ struct HeldClaim {
 
 class LoadRun {
  public:
-  LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total)
-      : context_(context), provider_(std::move(provider)), options_(options), total_(total) {}
+  LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
+          const Checkpoint &checkpoint)
+      : context_(context), provider_(std::move(provider)), options_(options), total_(total) {
+    // Each shard must still be the size its header was read at.
+    for (const Shard &shard : checkpoint.shards()) file_sizes_[shard.path] = shard.safetensors.file_size;
+  }
 
   // Releases every root still held: a load that did not finish leaves none.
   ~LoadRun() {
@@ -126,7 +138,7 @@ class LoadRun {
   Result<const StableHostMemory *> mapped(const Segment &segment) {
     auto found = mappings_.find(segment.path());
     if (found == mappings_.end()) {
-      auto opened = MappedFile::open(segment.path());
+      auto opened = MappedFile::open(segment.path(), expected_size(segment.path()));
       if (!opened) return opened.error();
       found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
     }
@@ -138,6 +150,11 @@ class LoadRun {
     if (found == files_.end()) {
       auto opened = InputFile::open(path, kOperation);
       if (!opened) return opened.error();
+      if (auto size = expected_size(path); size && opened.value().size() != *size) {
+        return make_error(ROOTSPAN_ERR_IO, kOperation,
+                          "\"" + path.string() + "\": file size changed since its header was read", *size,
+                          opened.value().size());
+      }
       found = files_.emplace(path, std::move(opened).value()).first;
     }
     return &found->second;
@@ -150,7 +167,7 @@ class LoadRun {
     if (payload.segments().size() != 1 || payload.total_bytes() == 0) return nullptr;
     const Segment &segment = payload.segments().front();
     auto owner = mapped(segment);
-    if (!owner) return error_in(payload, owner.error());
+    if (!owner) return error_in(payload, error_in(segment, owner.error()));
     auto retained = payload.retain_host_memory([&](const Segment &s) -> std::shared_ptr<const StableHostMemory> {
       auto found = mappings_.find(s.path());
       return found == mappings_.end() ? nullptr : found->second;
@@ -198,9 +215,10 @@ class LoadRun {
     ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
     auto *base = static_cast<std::byte *>(held.mapping->provider.data);
     for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
-      const InputFile *in = nullptr;
-      ROOTSPAN_ASSIGN_OR_RETURN(in, file(chunk.segment->path()));
-      BOOST_OUTCOME_TRY(in->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset));
+      auto in = file(chunk.segment->path());
+      if (!in) return error_in(*chunk.segment, in.error());
+      auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
+      if (!read) return error_in(*chunk.segment, read.error());
       BOOST_OUTCOME_TRY(advance(chunk.length));
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
@@ -216,12 +234,14 @@ class LoadRun {
     HeldClaim held;
     ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
     for (const Chunk &chunk : chunks) {  // open every file before the reader thread runs
-      BOOST_OUTCOME_TRY(file(chunk.segment->path()));
+      if (auto opened = file(chunk.segment->path()); !opened) return error_in(*chunk.segment, opened.error());
     }
 
     auto read = [&](std::size_t i) -> Result<void> {
       const Chunk &c = chunks[i];
-      return files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
+      auto read = files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
+      if (!read) return error_in(*c.segment, read.error());
+      return read;
     };
     Result<void> pending = read(0);
     for (std::size_t i = 0; i < chunks.size(); ++i) {
@@ -236,8 +256,14 @@ class LoadRun {
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
 
+  std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
+    auto found = file_sizes_.find(path);
+    return found == file_sizes_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second);
+  }
+
   Context &context_;
   std::shared_ptr<Provider> provider_;
+  std::map<std::filesystem::path, std::uint64_t> file_sizes_;
   const LoadOptions &options_;
   std::uint64_t total_;
   LoadProgress progress_;
@@ -249,16 +275,22 @@ class LoadRun {
 
 }  // namespace
 
-Result<LoadResult> load_components(Context &context, const Checkpoint &, ResolvedSchema schema,
+Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
                                    const LoadOptions &options) {
   auto provider = context.provider(options.provider);
   if (!provider) return with_request(provider.error(), kOperation, Requested::none());
+  if (options.device >= provider.value()->device_count()) {
+    return make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
+                      "provider '" + options.provider + "' has " + std::to_string(provider.value()->device_count()) +
+                          " devices; device " + std::to_string(options.device) + " does not exist",
+                      provider.value()->device_count(), options.device);
+  }
   LoadResult result;
   result.provider = options.provider;
   result.skipped = std::move(schema.skipped);
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
 
-  LoadRun run(context, provider.value(), options, result.total_bytes);
+  LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
     auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made

@@ -51,6 +51,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/struct_io.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan_gpu {
@@ -68,21 +69,8 @@ __attribute__((format(printf, 3, 4))) inline rootspan_status fail(rootspan_provi
   return status;
 }
 
-// Reads a struct the core wrote, by the size it set: fields past it are zero.
-template <class T>
-T read_struct(const T *in) {
-  T out{};
-  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
-  out.struct_size = sizeof(T);
-  return out;
-}
-
-// Writes a full struct into the core's, up to the size the core set.
-template <class T>
-void write_struct(T *out, T value) {
-  value.struct_size = out->struct_size;
-  std::memcpy(out, &value, std::min(out->struct_size, sizeof(T)));
-}
+using rootspan::read_struct;
+using rootspan::write_struct;
 
 inline bool is_power_of_two(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 // Copies a NUL-terminated string into a fixed field, truncated to fit.

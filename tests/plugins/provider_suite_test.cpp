@@ -15,6 +15,8 @@ struct HostSource {
   bool from_manifest;
 };
 
+void PrintTo(const HostSource &s, std::ostream *os) { *os << s.label; }
+
 class HostProvider : public ::testing::TestWithParam<HostSource> {
  protected:
   void SetUp() override {
@@ -257,8 +259,7 @@ TEST_P(HostProvider, CopiesRoundTrip) {
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 7);
   rootspan_claim *exclusive = claim(root, 256, 512, ROOTSPAN_CLAIM_EXCLUSIVE);
   ASSERT_EQ(rootspan_copy_from_host(exclusive, 0, in.data(), in.size(), nullptr), ROOTSPAN_OK);
-  EXPECT_EQ(rootspan_copy_from_host(exclusive, 256, in.data(), in.size(), nullptr),
-            ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
+  EXPECT_EQ(rootspan_copy_from_host(exclusive, 256, in.data(), in.size(), nullptr), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
   EXPECT_EQ(rootspan_claim_release(exclusive, nullptr), ROOTSPAN_OK);
 
   rootspan_claim *shared = claim(root, 256, 512, ROOTSPAN_CLAIM_SHARED);
@@ -315,8 +316,7 @@ TEST_P(HostProvider, ReadOnlyRoots) {
   EXPECT_EQ(info_of(root).read_only, 1);
   rootspan_claim *c = nullptr;
   rootspan_error *raw = nullptr;
-  EXPECT_EQ(rootspan_claim_acquire(root, 0, sizeof kText, ROOTSPAN_CLAIM_EXCLUSIVE, &c, &raw),
-            ROOTSPAN_ERR_READ_ONLY);
+  EXPECT_EQ(rootspan_claim_acquire(root, 0, sizeof kText, ROOTSPAN_CLAIM_EXCLUSIVE, &c, &raw), ROOTSPAN_ERR_READ_ONLY);
   ErrorPtr error(raw);
   EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_READ_ONLY, "", "claim", "read-only"));
   c = claim(root, 0, sizeof kText, ROOTSPAN_CLAIM_SHARED);

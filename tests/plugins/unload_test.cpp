@@ -40,6 +40,18 @@ TEST(DescriptorNames, NodeleteLibraryDoesNotShadowTheNextPlugin) {
   }
 }
 
+// Nor does the core leave a stale name for other code: the descriptor the
+// process opens next has a name the dynamic loader does not know.
+TEST(DescriptorNames, ReleasedLibraryLeavesNoStaleNameBehind) {
+  LoadAndRelease("nodelete");
+  const int next = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(next, 0);
+  void *known = ::dlopen(("/proc/self/fd/" + std::to_string(next)).c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  EXPECT_EQ(known, nullptr) << "descriptor " << next << " is the name of a loaded library";
+  if (known != nullptr) ::dlclose(known);
+  ::close(next);
+}
+
 TEST(DescriptorNames, LibraryAlsoOpenedElsewhereDoesNotShadowTheNextPlugin) {
   // This process opens the plugin by its path too; the core's load of it
   // then finds the same object and adds its descriptor name to it.

@@ -11,7 +11,7 @@ static rootspan_status map_one_byte_off(rootspan_provider_instance *instance,
   return status;
 }
 
-static const rootspan_provider_table table = {TEST_HOST_TABLE_FIELDS("map-misaligned"),
-                                              .map_read = map_one_byte_off, .map_write = map_one_byte_off};
+static const rootspan_provider_table table = {TEST_HOST_TABLE_FIELDS("map-misaligned"), .map_read = map_one_byte_off,
+                                              .map_write = map_one_byte_off};
 
 TEST_PROVIDER_ENTRY(table)

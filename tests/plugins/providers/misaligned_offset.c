@@ -3,8 +3,7 @@
 
 static rootspan_status allocate_off_by_8(rootspan_provider_instance *instance,
                                          const rootspan_allocation_request *request,
-                                         rootspan_provider_allocation *allocation,
-                                         rootspan_provider_message *message) {
+                                         rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
   rootspan_status status = test_allocate(instance, request, allocation, message);
   if (status == ROOTSPAN_OK) allocation->byte_offset = 8;
   return status;

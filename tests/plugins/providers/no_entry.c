@@ -4,7 +4,7 @@
 static const rootspan_provider_table table = {TEST_HOST_TABLE_FIELDS("no-entry")};
 
 TEST_PROVIDER_EXPORT const rootspan_provider_table *rootspan_provider_entry_v0(uint32_t core_abi_major,
-                                                                              uint32_t core_abi_minor) {
+                                                                               uint32_t core_abi_minor) {
   (void)core_abi_major;
   (void)core_abi_minor;
   return &table;

@@ -1,4 +1,6 @@
 /* The well-behaved hooks of the test providers (see test_provider.h). */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign in C99 */
+
 #include "test_provider.h"
 
 #include <stdio.h>
@@ -186,9 +188,10 @@ void test_release_device_access(rootspan_provider_instance *instance, const root
   (void)access;
 }
 
-rootspan_status test_copy_from_host(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
-                                    uint64_t offset, const void *source, uint64_t length,
-                                    rootspan_provider_event **event, rootspan_provider_message *message) {
+rootspan_status test_copy_from_host(rootspan_provider_instance *instance,
+                                    const rootspan_provider_allocation *allocation, uint64_t offset, const void *source,
+                                    uint64_t length, rootspan_provider_event **event,
+                                    rootspan_provider_message *message) {
   unsigned char *data = block_range(allocation, offset, length);
   (void)instance;
   if (event != NULL) *event = NULL; /* synchronous: complete on return */

@@ -64,9 +64,10 @@ rootspan_status test_prepare_device_access(rootspan_provider_instance *instance,
                                            rootspan_device_access *access, rootspan_provider_message *message);
 void test_release_device_access(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
                                 const rootspan_device_access *access);
-rootspan_status test_copy_from_host(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
-                                    uint64_t offset, const void *source, uint64_t length,
-                                    rootspan_provider_event **event, rootspan_provider_message *message);
+rootspan_status test_copy_from_host(rootspan_provider_instance *instance,
+                                    const rootspan_provider_allocation *allocation, uint64_t offset, const void *source,
+                                    uint64_t length, rootspan_provider_event **event,
+                                    rootspan_provider_message *message);
 rootspan_status test_copy_to_host(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
                                   uint64_t offset, void *destination, uint64_t length, rootspan_provider_event **event,
                                   rootspan_provider_message *message);
@@ -81,30 +82,32 @@ rootspan_status test_fail(rootspan_provider_message *message, rootspan_status st
 TEST_PROVIDER_EXPORT int64_t rootspan_test_live_allocations(void);
 
 /* Field lists, in declaration order (C++20 designated initializers need it). */
-#define TEST_TABLE_HEADER(provider_name, provider_kind)                                                  \
-  .struct_size = sizeof(rootspan_provider_table), .abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR,              \
-  .abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR, .name = (provider_name), .kind = (provider_kind),            \
-  .init = test_init, .shutdown = test_shutdown, .device_count = test_device_count,                      \
-  .device_info = test_device_info
+#define TEST_TABLE_HEADER(provider_name, provider_kind)                                                          \
+  .struct_size = sizeof(rootspan_provider_table), .abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR,                      \
+  .abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR, .name = (provider_name), .kind = (provider_kind), .init = test_init, \
+  .shutdown = test_shutdown, .device_count = test_device_count, .device_info = test_device_info
 
-#define TEST_HOST_TABLE_FIELDS(provider_name)                                                            \
-  TEST_TABLE_HEADER(provider_name, "test"), .allocate = test_allocate, .release = test_release,         \
-      .map_read = test_map, .map_write = test_map, .unmap = test_unmap,                                  \
-      .import_host_memory = test_import_host_memory
+#define TEST_HOST_TABLE_FIELDS(provider_name)                                                                    \
+  TEST_TABLE_HEADER(provider_name, "test"),                                                                      \
+      .allocate = test_allocate, .release = test_release, .map_read = test_map, .map_write = test_map,           \
+      .unmap = test_unmap, .prepare_device_access = NULL, .release_device_access = NULL, .copy_from_host = NULL, \
+      .copy_to_host = NULL, .event_wait = NULL, .import_host_memory = test_import_host_memory
 
-#define TEST_DEVICE_TABLE_FIELDS(provider_name)                                                          \
-  TEST_TABLE_HEADER(provider_name, "simulated"), .allocate = test_device_allocate,                      \
-      .release = test_release, .prepare_device_access = test_prepare_device_access,                      \
-      .release_device_access = test_release_device_access, .copy_from_host = test_copy_from_host,       \
-      .copy_to_host = test_copy_to_host
+/* No map hooks: the core must answer Unsupported for host views. */
+#define TEST_DEVICE_TABLE_FIELDS(provider_name)                                                                      \
+  TEST_TABLE_HEADER(provider_name, "simulated"),                                                                     \
+      .allocate = test_device_allocate, .release = test_release, .map_read = NULL, .map_write = NULL, .unmap = NULL, \
+      .prepare_device_access = test_prepare_device_access, .release_device_access = test_release_device_access,      \
+      .copy_from_host = test_copy_from_host, .copy_to_host = test_copy_to_host, .event_wait = NULL,                  \
+      .import_host_memory = NULL
 
 /* Defines the library's entry symbol, returning &table for every core. */
-#define TEST_PROVIDER_ENTRY(table)                                                                       \
-  TEST_PROVIDER_EXTERN_C TEST_PROVIDER_EXPORT const rootspan_provider_table *rootspan_provider_entry(uint32_t core_abi_major,  \
-                                                                              uint32_t core_abi_minor) { \
-    (void)core_abi_major;                                                                                \
-    (void)core_abi_minor;                                                                                \
-    return &(table);                                                                                     \
+#define TEST_PROVIDER_ENTRY(table)                                                                    \
+  TEST_PROVIDER_EXTERN_C TEST_PROVIDER_EXPORT const rootspan_provider_table *rootspan_provider_entry( \
+      uint32_t core_abi_major, uint32_t core_abi_minor) {                                             \
+    (void)core_abi_major;                                                                             \
+    (void)core_abi_minor;                                                                             \
+    return &(table);                                                                                  \
   }
 
 #ifdef __cplusplus

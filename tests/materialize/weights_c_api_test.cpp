@@ -1,0 +1,565 @@
+// Materialization through the C API of weights.h (DESIGN 6.5, 3.1):
+// rootspan_weights_load and its accessors, as an embedding program sees them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
+#include "materialize_support.hpp"
+#include "upload_provider.hpp"
+
+namespace mtest {
+namespace {
+
+class WeightsCApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    upload_reset();
+    rootspan_error *raw = nullptr;
+    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_EQ(rootspan_context_add_provider(context_, upload_entry, nullptr, &raw), ROOTSPAN_OK) << describe(raw);
+  }
+
+  void TearDown() override {
+    if (weights_ != nullptr) {
+      rootspan_error *raw = nullptr;
+      EXPECT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << describe(raw);
+      rootspan_error_free(raw);
+    }
+    if (context_ != nullptr) {
+      std::uint64_t live = 0;
+      EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
+      EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
+    }
+    EXPECT_EQ(upload_live_blocks(), 0);
+    EXPECT_EQ(upload_counters().double_release.load(), 0);
+  }
+
+  std::size_t live_roots() const { return context_->context->live_roots(); }
+
+  rootspan_load_options options(const char *provider = "host") const {
+    rootspan_load_options o{};
+    o.struct_size = sizeof o;
+    o.provider = provider;
+    o.strategy = ROOTSPAN_LOAD_MMAP;
+    return o;
+  }
+
+  // Loads into weights_; on failure returns the status and keeps the error.
+  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
+    rootspan_error *raw = nullptr;
+    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
+    error_.reset(raw);
+    if (status != ROOTSPAN_OK) {
+      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
+    }
+    return status;
+  }
+
+  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
+
+  std::size_t count() const {
+    std::size_t n = 0;
+    EXPECT_EQ(rootspan_weights_component_count(weights_, &n), ROOTSPAN_OK);
+    return n;
+  }
+
+  rootspan_component_info info(std::size_t index) const {
+    rootspan_component_info i{};
+    i.struct_size = sizeof i;
+    EXPECT_EQ(rootspan_weights_component(weights_, index, &i), ROOTSPAN_OK);
+    return i;
+  }
+
+  static rootspan_root_info root_info(const rootspan_root *root) {
+    rootspan_root_info i{};
+    i.struct_size = sizeof i;
+    EXPECT_EQ(rootspan_root_get_info(root, &i), ROOTSPAN_OK);
+    return i;
+  }
+
+  // The component's bytes as the provider holds them, through a shared claim
+  // and rootspan_copy_to_host.
+  static std::vector<std::byte> read_back(rootspan_root *root) {
+    const rootspan_root_info ri = root_info(root);
+    std::vector<std::byte> out(ri.byte_length);
+    rootspan_claim *claim = nullptr;
+    rootspan_error *raw = nullptr;
+    if (rootspan_claim_acquire(root, 0, ri.byte_length, ROOTSPAN_CLAIM_SHARED, &claim, &raw) != ROOTSPAN_OK) {
+      ADD_FAILURE() << describe(raw);
+      rootspan_error_free(raw);
+      return {};
+    }
+    EXPECT_EQ(rootspan_copy_to_host(claim, 0, out.data(), out.size(), &raw), ROOTSPAN_OK) << describe(raw);
+    EXPECT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+    return out;
+  }
+
+  // The component's bytes through a read mapping (host roots only).
+  static std::vector<std::byte> map_back(rootspan_root *root, rootspan_dtype dtype) {
+    const rootspan_root_info ri = root_info(root);
+    rootspan_claim *claim = nullptr;
+    rootspan_mapping *mapping = nullptr;
+    rootspan_error *raw = nullptr;
+    if (rootspan_claim_acquire(root, 0, ri.byte_length, ROOTSPAN_CLAIM_SHARED, &claim, &raw) != ROOTSPAN_OK) {
+      ADD_FAILURE() << describe(raw);
+      rootspan_error_free(raw);
+      return {};
+    }
+    std::vector<std::byte> out;
+    if (rootspan_map_read(claim, dtype, 0, ri.byte_length, &mapping, &raw) == ROOTSPAN_OK) {
+      const auto *data = static_cast<const std::byte *>(rootspan_mapping_data(mapping));
+      out.assign(data, data + rootspan_mapping_length(mapping));
+      rootspan_unmap(mapping);
+    } else {
+      ADD_FAILURE() << describe(raw);
+      rootspan_error_free(raw);
+    }
+    EXPECT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+    return out;
+  }
+
+  TempDir dir_;
+  rootspan_context *context_ = nullptr;
+  rootspan_weights *weights_ = nullptr;
+  ErrorPtr error_;
+};
+
+// ---- zero-copy and copies on the host -----------------------------------
+
+TEST_F(WeightsCApiTest, AnAlignedSingleSegmentComponentIsAZeroCopyReadOnlyRoot) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {8, 16}}}, 21, 64, 0);
+  ASSERT_EQ(file.tensors.at("w").first % 64, 0u);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 1u);
+  const rootspan_component_info c = info(0);
+  EXPECT_STREQ(c.id, "w");
+  EXPECT_EQ(c.byte_length, 512u);
+  EXPECT_EQ(c.segments, 1u);
+  EXPECT_EQ(c.zero_copy, 1);
+  const rootspan_root_info ri = root_info(c.root);
+  EXPECT_EQ(ri.read_only, 1);
+  EXPECT_EQ(ri.host_accessible, 1);
+  EXPECT_EQ(ri.byte_length, 512u);
+  EXPECT_EQ(ri.dtype, ROOTSPAN_DTYPE_F32);
+  EXPECT_STREQ(ri.provider, "host");
+  EXPECT_STREQ(rootspan_weights_provider(weights_), "host");
+  EXPECT_EQ(map_back(c.root, ROOTSPAN_DTYPE_F32), file.tensor("w"));
+  EXPECT_EQ(read_back(c.root), file.tensor("w"));
+
+  // Read-only: no exclusive claim.
+  rootspan_claim *claim = nullptr;
+  rootspan_error *raw = nullptr;
+  EXPECT_EQ(rootspan_claim_acquire(c.root, 0, 4, ROOTSPAN_CLAIM_EXCLUSIVE, &claim, &raw), ROOTSPAN_ERR_READ_ONLY);
+  rootspan_error_free(raw);
+}
+
+TEST_F(WeightsCApiTest, AZeroCopyRootKeepsItsBytesAfterTheFileIsRemoved) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "U8", {4096}}}, 22);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  ASSERT_EQ(info(0).zero_copy, 1);
+  ASSERT_TRUE(fs::remove(file.path));
+  EXPECT_EQ(read_back(info(0).root), file.tensor("w"));
+}
+
+TEST_F(WeightsCApiTest, APackedComponentAcrossTwoShardsIsOneRootOfTheConcatenation) {
+  const WrittenFile a = write_safetensors(dir_, "model-00001-of-00002.safetensors",
+                                          {{"layer.gate", "F32", {16, 8}}, {"other", "U8", {5}}}, 31);
+  const WrittenFile b = write_safetensors(dir_, "model-00002-of-00002.safetensors", {{"layer.up", "F32", {16, 8}}}, 32);
+  write_index(dir_, {{"model-00001-of-00002.safetensors", &a}, {"model-00002-of-00002.safetensors", &b}});
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("layer.gate_up", "packed_values", {"layer.gate", "layer.up"}, {2, 16, 8}, "F32")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 1u);
+  const rootspan_component_info c = info(0);
+  EXPECT_STREQ(c.id, "layer.gate_up");
+  EXPECT_EQ(c.segments, 2u);
+  EXPECT_EQ(c.zero_copy, 0);
+  EXPECT_EQ(c.byte_length, 1024u);
+  const rootspan_root_info ri = root_info(c.root);
+  EXPECT_EQ(ri.read_only, 0);
+  EXPECT_EQ(ri.byte_length, 1024u);
+  EXPECT_EQ(read_back(c.root), concat({a.tensor("layer.gate"), b.tensor("layer.up")}));
+  EXPECT_EQ(live_roots(), 1u);  // one root, no per-segment roots
+}
+
+TEST_F(WeightsCApiTest, ThePackedOrderIsTheSchemaOrder) {
+  const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"x", "I16", {40}}}, 41);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"y", "I16", {40}}}, 42);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("yx", "packed_values", {"y", "x"}, {80}, "I16")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  ASSERT_NE(a.tensor("x"), b.tensor("y"));
+  EXPECT_EQ(read_back(info(0).root), concat({b.tensor("y"), a.tensor("x")}));
+}
+
+TEST_F(WeightsCApiTest, TheReadStrategyIsNeverZeroCopy) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {8, 16}}}, 23, 64, 0);
+  rootspan_load_options o = options();
+  o.strategy = ROOTSPAN_LOAD_READ;
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  const rootspan_component_info c = info(0);
+  EXPECT_EQ(c.zero_copy, 0);
+  EXPECT_EQ(root_info(c.root).read_only, 0);
+  EXPECT_EQ(read_back(c.root), file.tensor("w"));
+}
+
+TEST_F(WeightsCApiTest, AnF32AtAnOddFileOffsetIsCopiedNotZeroCopy) {
+  // The header is padded so that the data section, and with it the F32
+  // tensor, starts at an odd file offset.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {33}}}, 24, 8, 1);
+  ASSERT_EQ(file.tensors.at("w").first % 2, 1u);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  const rootspan_component_info c = info(0);
+  EXPECT_EQ(c.zero_copy, 0);
+  EXPECT_EQ(c.segments, 1u);
+  const rootspan_root_info ri = root_info(c.root);
+  EXPECT_EQ(ri.dtype, ROOTSPAN_DTYPE_F32);
+  EXPECT_GE(ri.alignment, 4u);
+  EXPECT_EQ(map_back(c.root, ROOTSPAN_DTYPE_F32), file.tensor("w"));
+}
+
+TEST_F(WeightsCApiTest, AnF32AtAnOffsetOfTwoModFourIsCopiedToo) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {33}}}, 25, 8, 2);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  EXPECT_EQ(info(0).zero_copy, 0);
+  EXPECT_EQ(read_back(info(0).root), file.tensor("w"));
+}
+
+TEST_F(WeightsCApiTest, BytesAtAnOddOffsetNeedNoAlignmentAndStayZeroCopy) {
+  // U8 has alignment 1: an odd file offset does not stop a zero-copy root.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "U8", {33}}}, 26, 8, 1);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  EXPECT_EQ(info(0).zero_copy, 1);
+  EXPECT_EQ(read_back(info(0).root), file.tensor("w"));
+}
+
+// ---- a provider without host access --------------------------------------
+
+TEST_F(WeightsCApiTest, AProviderWithoutHostAccessGetsItsBytesUploaded) {
+  const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"p", "F16", {300}}, {"q", "F32", {7}}}, 51);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"r", "F16", {300}}}, 52);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("pr", "packed_values", {"p", "r"}, {600}, "F16"),
+                                                  dense_component("q", "values", {"q"}, {7}, "F32")}));
+  rootspan_load_options o = options(kUploadProviderName);
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 2u);
+  EXPECT_STREQ(rootspan_weights_provider(weights_), kUploadProviderName);
+  const rootspan_component_info pr = info(0);
+  const rootspan_component_info q = info(1);
+  EXPECT_EQ(pr.zero_copy, 0);
+  EXPECT_EQ(q.zero_copy, 0);
+  EXPECT_EQ(root_info(pr.root).host_accessible, 0);
+  EXPECT_STREQ(root_info(pr.root).provider, kUploadProviderName);
+  EXPECT_EQ(read_back(pr.root), concat({a.tensor("p"), b.tensor("r")}));
+  EXPECT_EQ(read_back(q.root), a.tensor("q"));
+  EXPECT_EQ(upload_counters().allocated.load(), 2);
+}
+
+// ---- cancellation and failures -------------------------------------------
+
+struct CancelAt {
+  int calls = 0;
+  int cancel_at = 0;
+  std::vector<std::string> components;
+};
+
+int cancel_progress(void *context, const rootspan_load_progress *progress) {
+  auto *c = static_cast<CancelAt *>(context);
+  c->components.emplace_back(progress->component);
+  return ++c->calls >= c->cancel_at ? 1 : 0;
+}
+
+TEST_F(WeightsCApiTest, CancellingFromTheProgressCallbackLeavesNoRoot) {
+  const WrittenFile file = write_safetensors(
+      dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {16}}, {"c", "F32", {16}}, {"d", "U8", {3}}}, 61);
+  CancelAt cancel;
+  cancel.cancel_at = 2;
+  rootspan_load_options o = options();
+  o.progress = cancel_progress;
+  o.progress_context = &cancel;
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_CANCELLED) << message();
+  EXPECT_EQ(rootspan_error_code(error_.get()), ROOTSPAN_ERR_CANCELLED);
+  EXPECT_EQ(cancel.calls, 2);
+  EXPECT_EQ(live_roots(), 0u);
+  EXPECT_EQ(weights_, nullptr);
+}
+
+TEST_F(WeightsCApiTest, CancellingAnUploadLeavesNoRootInTheProvider) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {100}}, {"b", "U8", {100}}}, 62);
+  CancelAt cancel;
+  cancel.cancel_at = 2;
+  rootspan_load_options o = options(kUploadProviderName);
+  o.progress = cancel_progress;
+  o.progress_context = &cancel;
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_CANCELLED) << message();
+  EXPECT_EQ(live_roots(), 0u);
+  EXPECT_EQ(upload_live_blocks(), 0);
+  EXPECT_EQ(upload_counters().allocated.load(), 2);
+  EXPECT_EQ(upload_counters().release.load(), 2);
+}
+
+TEST_F(WeightsCApiTest, AnAllocationFailureOnTheSecondComponentReleasesTheFirst) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {100}}, {"b", "U8", {100}}}, 63);
+  upload_behaviour().fail_allocate_at = 2;
+  ASSERT_EQ(load(file.path, options(kUploadProviderName)), ROOTSPAN_ERR_OUT_OF_MEMORY) << message();
+  EXPECT_NE(message().find("\"b\""), std::string::npos) << message();
+  EXPECT_EQ(live_roots(), 0u);
+  EXPECT_EQ(upload_live_blocks(), 0);
+}
+
+TEST_F(WeightsCApiTest, AFileTruncatedAfterItsHeaderWasReadFailsWithNoRootLeft) {
+  // The C API opens and loads in one call; a file that is already short when
+  // it is opened is rejected by the header check (DESIGN 6.2), with exit
+  // status 3 in the CLI. Truncation between open and load is covered by
+  // materialize_test.cpp (TruncatedAfterOpen).
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {64}}}, 64);
+  ASSERT_EQ(::truncate(file.path.c_str(), static_cast<off_t>(file.bytes.size() - 10)), 0);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_ERR_INVALID_CHECKPOINT) << message();
+  EXPECT_EQ(live_roots(), 0u);
+}
+
+// ---- schema outcomes ------------------------------------------------------
+
+TEST_F(WeightsCApiTest, ARequiredComponentWithMissingSourcesFailsNamingComponentAndTensor) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}}, 71);
+  const fs::path schema = dir_.write_text(
+      "schema.json", schema_json({dense_component("a", "values", {"a"}, {16}, "F32"),
+                                  dense_component("attn.q", "values", {"model.q_proj.weight"}, {16}, "F32")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_INVALID_PAYLOAD) << message();
+  EXPECT_NE(message().find("\"attn.q\""), std::string::npos) << message();
+  EXPECT_NE(message().find("\"model.q_proj.weight\""), std::string::npos) << message();
+  EXPECT_NE(message().find("required"), std::string::npos) << message();
+  EXPECT_STREQ(rootspan_error_operation(error_.get()), "load_component");
+  std::uint64_t expected = 0, actual = 0;
+  ASSERT_EQ(rootspan_error_values(error_.get(), &expected, &actual), 1);
+  EXPECT_EQ(expected, 1u);  // sources named
+  EXPECT_EQ(actual, 0u);    // sources found
+  EXPECT_EQ(live_roots(), 0u);
+}
+
+TEST_F(WeightsCApiTest, AnOptionalComponentWithMissingSourcesIsSkipped) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}}, 72);
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("a", "values", {"a"}, {16}, "F32"),
+                   dense_component("a.scales", "scales", {"a.scales"}, {4}, "F16", /*required=*/false)}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(count(), 1u);
+  std::size_t skipped = 0;
+  ASSERT_EQ(rootspan_weights_skipped_count(weights_, &skipped), ROOTSPAN_OK);
+  ASSERT_EQ(skipped, 1u);
+  const char *id = nullptr;
+  const char *reason = nullptr;
+  ASSERT_EQ(rootspan_weights_skipped(weights_, 0, &id, &reason), ROOTSPAN_OK);
+  EXPECT_STREQ(id, "a.scales");
+  EXPECT_NE(std::string(reason).find("\"a.scales\""), std::string::npos) << reason;
+  EXPECT_EQ(rootspan_weights_skipped(weights_, 1, &id, &reason), ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(live_roots(), 1u);
+}
+
+// ---- verify and free ------------------------------------------------------
+
+TEST_F(WeightsCApiTest, ComponentSha256EqualsAnIndependentDigestOfTheFileBytes) {
+  const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"z", "F32", {64}}, {"m", "F32", {5}}}, 81, 8, 4);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"n", "F32", {5}}}, 82);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("z", "values", {"z"}, {64}, "F32"),
+                                                  dense_component("mn", "packed_values", {"m", "n"}, {10}, "F32")}));
+  for (const char *provider : {"host", kUploadProviderName}) {
+    SCOPED_TRACE(provider);
+    rootspan_load_options o = options(provider);
+    o.schema_path = schema.c_str();
+    ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+    ASSERT_EQ(count(), 2u);
+    const std::vector<std::vector<std::byte>> expected = {a.tensor("z"), concat({a.tensor("m"), b.tensor("n")})};
+    for (std::size_t i = 0; i < 2; ++i) {
+      char hex[65] = {};
+      rootspan_error *raw = nullptr;
+      ASSERT_EQ(rootspan_weights_component_sha256(weights_, i, hex, &raw), ROOTSPAN_OK) << describe(raw);
+      EXPECT_EQ(std::string(hex), sha256_hex(expected[i])) << info(i).id;
+      EXPECT_EQ(std::string(hex).size(), 64u);
+    }
+    if (std::string(provider) == "host") {
+      EXPECT_EQ(info(0).zero_copy, 1);
+    }
+    char hex[65];
+    rootspan_error *raw = nullptr;
+    EXPECT_EQ(rootspan_weights_component_sha256(weights_, 2, hex, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+    rootspan_error_free(raw);
+    ASSERT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    weights_ = nullptr;
+    EXPECT_EQ(live_roots(), 0u);
+  }
+}
+
+TEST_F(WeightsCApiTest, FreeIsBusyWhileAComponentIsClaimedThenSucceeds) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {16}}}, 91);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 2u);
+  rootspan_claim *claim = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_claim_acquire(info(1).root, 0, 16, ROOTSPAN_CLAIM_SHARED, &claim, &raw), ROOTSPAN_OK)
+      << describe(raw);
+
+  ASSERT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_ERR_BUSY);
+  ErrorPtr busy(raw);
+  EXPECT_NE(std::string(rootspan_error_message(busy.get())).find("\"b\""), std::string::npos)
+      << rootspan_error_message(busy.get());
+  // Nothing was released: both components are still there and readable.
+  EXPECT_EQ(live_roots(), 2u);
+  EXPECT_EQ(count(), 2u);
+  EXPECT_EQ(read_back(info(0).root), file.tensor("a"));
+
+  ASSERT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << describe(raw);
+  weights_ = nullptr;
+  EXPECT_EQ(live_roots(), 0u);
+  EXPECT_EQ(rootspan_weights_free(nullptr, nullptr), ROOTSPAN_OK);
+}
+
+// ---- element types and schema shapes --------------------------------------
+
+TEST_F(WeightsCApiTest, AnEmptyTensorIsSkippedByTheDefaultSchemaAndTheRestLoads) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {0, 4}}, {"b", "U8", {9}}}, 101);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 1u);
+  EXPECT_STREQ(info(0).id, "b");
+  std::size_t skipped = 0;
+  ASSERT_EQ(rootspan_weights_skipped_count(weights_, &skipped), ROOTSPAN_OK);
+  ASSERT_EQ(skipped, 1u);
+  const char *id = nullptr;
+  ASSERT_EQ(rootspan_weights_skipped(weights_, 0, &id, nullptr), ROOTSPAN_OK);
+  EXPECT_STREQ(id, "a");
+}
+
+TEST_F(WeightsCApiTest, SubByteElementsLoadAsUntypedBytes) {
+  // F4 has no whole-byte element: the root is untyped, zero-copy or copied.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"q", "F4", {64}}}, 102);
+  for (rootspan_load_strategy strategy : {ROOTSPAN_LOAD_MMAP, ROOTSPAN_LOAD_READ}) {
+    rootspan_load_options o = options();
+    o.strategy = strategy;
+    ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+    const rootspan_component_info c = info(0);
+    EXPECT_EQ(c.byte_length, 32u);
+    EXPECT_EQ(c.zero_copy, strategy == ROOTSPAN_LOAD_MMAP ? 1 : 0);
+    EXPECT_EQ(root_info(c.root).dtype, ROOTSPAN_DTYPE_NONE);
+    EXPECT_EQ(read_back(c.root), file.tensor("q"));
+    ASSERT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    weights_ = nullptr;
+  }
+}
+
+TEST_F(WeightsCApiTest, TwoComponentsOverOneTensorAreTwoRoots) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {4, 4}}}, 103);
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("w.stacked", "values", {"w"}, {1, 4, 4}, "F32"),
+                                                  dense_component("w.square", "values", {"w"}, {4, 4}, "F32")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 2u);
+  EXPECT_NE(root_info(info(0).root).root_id, root_info(info(1).root).root_id);
+  EXPECT_EQ(read_back(info(0).root), file.tensor("w"));
+  EXPECT_EQ(read_back(info(1).root), file.tensor("w"));
+}
+
+TEST_F(WeightsCApiTest, ABlockQuantizedComponentLoadsItsBlocks) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"q", "U8", {4, 288}}}, 104);
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      "{\"schema_version\":\"1.0.0\",\"components\":[{\"id\":\"q\",\"role\":\"packed_values\",\"sources\":[\"q\"],"
+      "\"dimensions\":[4,2],\"encoding\":{\"block_quantized\":{\"format_id\":\"quantization.gguf.q4-k\","
+      "\"values_per_block\":256,\"bytes_per_block\":144}}}]}");
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(info(0).byte_length, 4u * 288u);
+  EXPECT_EQ(read_back(info(0).root), file.tensor("q"));
+}
+
+// ---- versioned structs ----------------------------------------------------
+
+int cancel_always(void *, const rootspan_load_progress *) { return 1; }
+
+TEST_F(WeightsCApiTest, FieldsPastAnOlderOptionsStructSizeAreIgnored) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 105);
+  rootspan_load_options o = options();
+  o.progress = cancel_always;  // beyond the size the "older" caller set
+  o.struct_size = offsetof(rootspan_load_options, progress);
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(count(), 1u);
+}
+
+TEST_F(WeightsCApiTest, ComponentInfoWritesOnlyWithinTheCallersStructSize) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 106);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  rootspan_component_info i{};
+  i.struct_size = offsetof(rootspan_component_info, segments);
+  i.segments = 777;
+  i.zero_copy = 555;
+  ASSERT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_OK);
+  EXPECT_STREQ(i.id, "a");
+  EXPECT_EQ(i.byte_length, 16u);
+  EXPECT_EQ(i.segments, 777u);
+  EXPECT_EQ(i.zero_copy, 555);
+  EXPECT_EQ(rootspan_weights_component(weights_, 1, &i), ROOTSPAN_ERR_NOT_FOUND);
+  i.struct_size = 0;
+  EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
+}
+
+// ---- arguments and devices ------------------------------------------------
+
+TEST_F(WeightsCApiTest, NullArgumentsAndShortStructsAreRefused) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 92);
+  rootspan_error *raw = nullptr;
+  EXPECT_EQ(rootspan_weights_load(nullptr, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  rootspan_error_free(raw);
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_load(context_, nullptr, nullptr, &weights_, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  rootspan_error_free(raw);
+  raw = nullptr;
+  rootspan_load_options o = options();
+  o.struct_size = 0;
+  EXPECT_EQ(rootspan_weights_load(context_, file.path.c_str(), &o, &weights_, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  rootspan_error_free(raw);
+  EXPECT_EQ(weights_, nullptr);
+  // NULL options: default schema, auto provider.
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK)
+      << describe(raw);
+  EXPECT_EQ(count(), 1u);
+}
+
+TEST_F(WeightsCApiTest, ANonexistentHostDeviceIsRefusedEvenWhenEveryComponentIsZeroCopy) {
+  // Regression test: this was once missed (see the test name).
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}}, 93);
+  rootspan_load_options o = options();
+  o.device = 7;
+  o.strategy = ROOTSPAN_LOAD_READ;  // copied: refused
+  EXPECT_EQ(load(file.path, o), ROOTSPAN_ERR_NOT_FOUND) << message();
+  EXPECT_EQ(live_roots(), 0u);
+  o.strategy = ROOTSPAN_LOAD_MMAP;  // zero-copy: must be refused the same way
+  EXPECT_EQ(load(file.path, o), ROOTSPAN_ERR_NOT_FOUND) << message();
+}
+
+}  // namespace
+}  // namespace mtest
