@@ -123,7 +123,7 @@ rootspan_status rootspan_provider_report_get(const rootspan_context *context, si
                                                 r.origin, r.state, c_str_or_null(r.library),
                                                 c_str_or_null(r.manifest), r.abi_major, r.abi_minor,
                                                 r.device_count, r.priority, c_str_or_null(r.policy),
-                                                c_str_or_null(r.reason)});
+                                                c_str_or_null(r.reason), r.code});
   return ROOTSPAN_OK;
 }
 

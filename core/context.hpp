@@ -29,6 +29,7 @@ struct ProviderReport {
   std::int32_t priority = 0;
   std::string policy;  // the policy that skipped it, or ""
   std::string reason;  // why it was skipped or failed, or why it has no device
+  rootspan_status code = ROOTSPAN_OK;  // the error that skipped or failed it
 };
 
 struct ContextOptions {

@@ -97,8 +97,9 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
     return hook(root.provider->instance(), &root.allocation, absolute, length, &mapped, m);
   });
   if (!called) return fail(called.error());
-  auto undo = [&](Diagnostic d) {
+  auto undo = [&](Diagnostic d) {  // the provider's mapping broke a rule (L9)
     root.provider->invoke_quietly([&] { table.unmap(root.provider->instance(), &root.allocation, &mapped); });
+    d.policy = "L9";
     d.resolution = Span{root.id, absolute, length, 1};
     return fail(std::move(d));
   };

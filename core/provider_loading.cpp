@@ -32,6 +32,7 @@ void mark(ProviderReport &report, rootspan_provider_state state, const Diagnosti
   report.state = state;
   report.policy = why.policy;
   report.reason = why.message();
+  report.code = why.code;
 }
 
 }  // namespace
@@ -84,16 +85,20 @@ Result<void> Context::load_manifests(const std::vector<std::string> &paths, bool
       ProviderReport report = report_for(entry);
       if (!entry.enabled) {
         report.policy = "L7";
-        report.reason = entry.describe() + " is disabled";
+        report.reason = "L7: " + entry.describe() + " is disabled";
         reports_.push_back(std::move(report));
         continue;
       }
       auto loaded = load_manifest_entry(entry, report);  // L7: a failure skips this entry only
       if (!loaded) {
         // Init failing is the provider's failure; everything before it is a skip.
-        const bool failed = loaded.error().policy.empty();
-        mark(report, failed ? ROOTSPAN_PROVIDER_FAILED : ROOTSPAN_PROVIDER_SKIPPED, loaded.error());
-        if (failed) report.policy = "L7";
+        Diagnostic why = loaded.error();
+        const bool failed = why.policy.empty();
+        if (failed) {
+          why.policy = "L7";
+          why.cause = entry.describe() + ": " + why.cause;
+        }
+        mark(report, failed ? ROOTSPAN_PROVIDER_FAILED : ROOTSPAN_PROVIDER_SKIPPED, why);
         reasons.push_back(report.reason);
         reports_.push_back(std::move(report));
       }

@@ -73,6 +73,8 @@ int run_providers(std::vector<std::string> args) {
                          {"priority", report.priority},
                          {"devices", devices_of(context.get(), report)},
                          {"policy", string_or_null(report.policy)},
+                         {"code", report.code == ROOTSPAN_OK ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(rootspan_status_name(report.code))},
                          {"reason", string_or_null(report.reason)}});
   }
   if (options.json) {

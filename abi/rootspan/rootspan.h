@@ -149,8 +149,9 @@ typedef struct rootspan_provider_report {
   int32_t priority;        /* out */
   const char *policy;      /* out: the policy that skipped it ("L4"), or NULL */
   const char *reason;      /* out: why it was skipped, failed, or has no device; or NULL */
+  rootspan_status code;    /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
 } rootspan_provider_report;
-#define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD reason
+#define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD code
 
 ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,

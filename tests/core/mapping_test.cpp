@@ -264,7 +264,7 @@ TEST_F(ProviderMapping, AMisalignedPointerIsRefusedEveryTimeAndUnmapped) {
       ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_F32, 0, 16, e, write), ROOTSPAN_ERR_MISALIGNED);
       EXPECT_EQ(counters().unmap - unmaps, 1) << "the refused mapping is handed back to the provider";
       EXPECT_EQ(e.message(), root_request(write ? "map_write" : "map_read", root_, 0, 16) +
-                                 ": resolved to span [0,16): provider 'test' returned a pointer 1 bytes past 4-byte "
+                                 ": resolved to span [0,16): L9: provider 'test' returned a pointer 1 bytes past 4-byte "
                                  "alignment");
       std::uint64_t expected = 1, actual = 0;
       ASSERT_TRUE(e.values(&expected, &actual));
@@ -305,7 +305,7 @@ TEST_F(ProviderMapping, AMappingOfTheWrongLengthIsLengthMismatch) {
     ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_NONE, 0, 64, e, true), ROOTSPAN_ERR_LENGTH_MISMATCH);
     EXPECT_EQ(counters().unmap - unmaps, 1);
     const std::uint64_t got = static_cast<std::uint64_t>(64 + delta);
-    EXPECT_EQ(e.message(), root_request("map_write", root_, 0, 64) + ": resolved to span [0,64): provider 'test' mapped " +
+    EXPECT_EQ(e.message(), root_request("map_write", root_, 0, 64) + ": resolved to span [0,64): L9: provider 'test' mapped " +
                                str(got) + " bytes for a span of 64");
     std::uint64_t expected = 0, actual = 0;
     ASSERT_TRUE(e.values(&expected, &actual));

@@ -58,8 +58,8 @@ def main():
         check(report["manifests"] == [good, mixed], "manifests in order: %s" % report["manifests"])
         by_name = {p["name"]: p for p in report["providers"]}
         check(sorted(by_name) == ["abi-major", "host", "needs-absent", "simdev"], "providers: %s" % sorted(by_name))
-        keys = ["abi", "devices", "kind", "library", "manifest", "name", "origin", "policy", "priority", "reason",
-                "status"]
+        keys = ["abi", "code", "devices", "kind", "library", "manifest", "name", "origin", "policy", "priority",
+                "reason", "status"]
         for p in report["providers"]:
             check(sorted(p) == keys, "keys of %s: %s" % (p["name"], sorted(p)))
 
@@ -84,6 +84,8 @@ def main():
         bad = by_name["abi-major"]
         check(bad["status"] == "skipped" and bad["policy"] == "L6", "abi-major skipped by L6: %s" % bad)
         check("ABI major differs (expected 1, actual 2" in (bad["reason"] or ""), "abi-major reason: %s" % bad)
+        check(bad["code"] == "AbiMismatch", "abi-major code: %s" % bad)
+        check(host["code"] is None, "a loaded provider has no error code: %s" % host)
         check(bad["devices"] == [] and bad["manifest"] == mixed, "abi-major devices/manifest: %s" % bad)
         absent = by_name["needs-absent"]
         check(absent["status"] == "skipped" and absent["policy"] == "L5", "needs-absent skipped by L5: %s" % absent)
