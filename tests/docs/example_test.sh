@@ -1,7 +1,8 @@
 #!/bin/bash
 # Compiles docs/examples/load_checkpoint.c with the compile line that
 # docs/c-api.md documents (plus warnings as errors), runs it on the example
-# checkpoint with both strategies, and checks what it prints and how it exits.
+# checkpoint with both strategies, and checks what it prints and how it exits;
+# also that docs/c-api.md shows the file as it is.
 # Usage: example_test.sh SOURCE_ROOT BUILD_ROOT EXAMPLE_CHECKPOINT CC...
 # (CC... is the C compiler command, possibly several words such as ccache cc)
 set -euo pipefail
@@ -15,6 +16,10 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 cd "$source_root"
+# The page shows the example in full: its code block must be the file.
+awk '/^```c$/{inside=1; next} /^```$/{if (inside) exit} inside' docs/c-api.md > "$work/shown.c"
+diff -u docs/examples/load_checkpoint.c "$work/shown.c" >&2 \
+  || fail "the code block in docs/c-api.md differs from docs/examples/load_checkpoint.c"
 # The documented line, with the flags the project holds C code to.
 "${cc[@]}" -std=c99 -pedantic -Wall -Wextra -Werror \
   docs/examples/load_checkpoint.c -I abi -L "$build_root" -lrootspan -o "$work/load_checkpoint" \
