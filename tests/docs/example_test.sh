@@ -21,7 +21,9 @@ awk '/^```c$/{inside=1; next} /^```$/{if (inside) exit} inside' docs/c-api.md > 
 diff -u docs/examples/load_checkpoint.c "$work/shown.c" >&2 \
   || fail "the code block in docs/c-api.md differs from docs/examples/load_checkpoint.c"
 # The documented line, with the flags the project holds C code to.
-"${cc[@]}" -std=c99 -pedantic -Wall -Wextra -Werror \
+# EXAMPLE_CFLAGS: extra flags from the build (the sanitizers), split on spaces.
+read -r -a extra <<<"${EXAMPLE_CFLAGS:-}"
+"${cc[@]}" -std=c99 -pedantic -Wall -Wextra -Werror ${extra[@]+"${extra[@]}"} \
   docs/examples/load_checkpoint.c -I abi -L "$build_root" -lrootspan -o "$work/load_checkpoint" \
   || fail "the example does not compile with the documented line"
 
