@@ -2,6 +2,7 @@
 // (L1, L2, L7), check (L4), load (L5), negotiate (L6); plus the shipped
 // config files and the fuzz seed corpus.
 #include <fstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -115,27 +116,58 @@ TEST(LoaderEndToEnd, PluginErrorsNameTheManifestEntry) {
   EXPECT_TRUE(Mentions(dep.error(), "librootspan-test-missing-dep.so: cannot open shared object file"));
 }
 
-// The default manifest, as configured for the build folder, names the host
-// plugin built there, and a context without static providers loads it.
-TEST(LoaderEndToEnd, ShippedDefaultManifestLoadsTheHostPlugin) {
+// The default manifest, as configured for the build folder, lists every
+// provider plugin this build made (meson passes the list), in order, with the
+// device plugins above the host; a context without static providers starts
+// each of them (a device plugin without a device is started too, as "no
+// device"), and the host plugin serves an allocation.
+struct BuiltPlugin {
+  const char *name;
+  std::int32_t priority;
+  const char *library;
+};
+const std::vector<BuiltPlugin> kBuiltPlugins = {LOADER_TEST_BUILT_PLUGINS};
+
+TEST(LoaderEndToEnd, ShippedDefaultManifestListsEveryBuiltPlugin) {
   auto m = read_manifest(LOADER_TEST_BUILD_MANIFEST);
   ASSERT_TRUE(m) << m.error().message();
   EXPECT_TRUE(m.value().skipped.empty());
   EXPECT_TRUE(m.value().notes.empty());
-  ASSERT_EQ(m.value().entries.size(), 1u);
-  EXPECT_EQ(m.value().entries[0].kind, "host");
-  EXPECT_EQ(m.value().entries[0].library_path, fs::path(LOADER_TEST_HOST_PLUGIN));
+  ASSERT_EQ(m.value().entries.size(), kBuiltPlugins.size());
+  for (std::size_t i = 0; i < kBuiltPlugins.size(); ++i) {
+    const ManifestEntry &entry = m.value().entries[i];
+    EXPECT_EQ(entry.name, kBuiltPlugins[i].name) << "entry " << i;
+    EXPECT_EQ(entry.kind, kBuiltPlugins[i].name) << "entry " << i;
+    EXPECT_EQ(entry.priority, kBuiltPlugins[i].priority) << "entry " << i;
+    EXPECT_EQ(entry.library_path, fs::path(kBuiltPlugins[i].library)) << "entry " << i;
+    EXPECT_TRUE(entry.enabled) << "entry " << i;
+    EXPECT_TRUE(fs::is_regular_file(entry.library_path)) << entry.library_path;
+    if (entry.name != "host") {
+      EXPECT_GT(entry.priority, 0) << entry.name << " must outrank the host";
+    }
+  }
+  EXPECT_EQ(m.value().entries.back().name, "host");
 
   ContextOptions options;
   options.static_providers = false;
   options.manifests = {LOADER_TEST_BUILD_MANIFEST};
   auto context = Context::create(options);
   ASSERT_TRUE(context) << context.error().message();
-  ASSERT_EQ(context.value()->reports().size(), 1u);
-  const ProviderReport &report = context.value()->reports()[0];
-  EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.reason;
-  EXPECT_EQ(report.origin, ROOTSPAN_ORIGIN_MANIFEST);
-  EXPECT_EQ(report.device_count, 1u);
+  ASSERT_EQ(context.value()->reports().size(), kBuiltPlugins.size());
+  ASSERT_EQ(context.value()->providers().size(), kBuiltPlugins.size());
+  for (const ProviderReport &report : context.value()->reports()) {
+    EXPECT_EQ(report.origin, ROOTSPAN_ORIGIN_MANIFEST) << report.name;
+    if (report.device_count == 0) {
+      EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_NO_DEVICE) << report.name;
+      EXPECT_FALSE(report.reason.empty()) << report.name << " has no device and must say why";
+    } else {
+      EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.name << ": " << report.reason;
+    }
+  }
+  const ProviderReport &host = context.value()->reports().back();
+  EXPECT_EQ(host.name, "host");
+  EXPECT_EQ(host.state, ROOTSPAN_PROVIDER_LOADED) << host.reason;
+  EXPECT_EQ(host.device_count, 1u);
   AllocateOptions allocate;
   allocate.provider = "host";
   allocate.byte_length = 4096;
