@@ -19,13 +19,12 @@ const char *state_name(rootspan_provider_state state) {
   switch (state) {
     case ROOTSPAN_PROVIDER_LOADED: return "loaded";
     case ROOTSPAN_PROVIDER_SKIPPED: return "skipped";
+    case ROOTSPAN_PROVIDER_NO_DEVICE: return "no device";
     default: return "failed";
   }
 }
 
 nlohmann::json string_or_null(const char *s) { return s == nullptr ? nlohmann::json(nullptr) : nlohmann::json(s); }
-    case ROOTSPAN_PROVIDER_NO_DEVICE:
-      return "no device";
 
 nlohmann::json devices_of(rootspan_context *context, const rootspan_provider_report &report) {
   nlohmann::json devices = nlohmann::json::array();
