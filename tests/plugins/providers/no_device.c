@@ -12,7 +12,6 @@ static rootspan_status no_device_count(rootspan_provider_instance *instance, uin
   return ROOTSPAN_OK;
 }
 
-static const rootspan_provider_table table = {TEST_DEVICE_TABLE_FIELDS("no-device"),
-                                              .device_count = no_device_count};
+static const rootspan_provider_table table = {TEST_DEVICE_TABLE_FIELDS("no-device"), .device_count = no_device_count};
 
 TEST_PROVIDER_ENTRY(table)
