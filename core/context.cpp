@@ -61,8 +61,12 @@ Result<void> Context::start_provider(const rootspan_provider_table &table, std::
   report.abi_major = p.table().abi_major;
   report.abi_minor = p.table().abi_minor;
   report.device_count = static_cast<std::uint32_t>(p.device_count());
-  report.state = ROOTSPAN_PROVIDER_LOADED;
-  if (p.device_count() == 0) report.reason = p.device_note();
+  // Started either way (its name is taken); zero devices is reported as its
+  // own state, with the provider's explanation.
+  report.state = p.device_count() == 0 ? ROOTSPAN_PROVIDER_NO_DEVICE : ROOTSPAN_PROVIDER_LOADED;
+  if (p.device_count() == 0) {
+    report.reason = p.device_note().empty() ? "the provider reports no device and gave no reason" : p.device_note();
+  }
   reports_.push_back(std::move(report));
   providers_.push_back(std::move(started).value());
   return BOOST_OUTCOME_V2_NAMESPACE::success();

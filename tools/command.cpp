@@ -32,7 +32,8 @@ ExitStatus exit_status_for(rootspan_status code) {
     case ROOTSPAN_ERR_INVALID_CHECKPOINT:
     case ROOTSPAN_ERR_INVALID_SCHEMA:
     case ROOTSPAN_ERR_INVALID_PAYLOAD:
-    case ROOTSPAN_ERR_IO:  // a file that cannot be read is input the user must fix
+    case ROOTSPAN_ERR_IO:         // a file that cannot be read is input the user must fix
+    case ROOTSPAN_ERR_NOT_FOUND:  // a provider name or device ordinal that does not exist
       return kInvalidInput;
     default:
       return kFailure;

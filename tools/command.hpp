@@ -29,7 +29,8 @@ struct CommonOptions {
 // Returns false (after printing why) on a malformed option.
 bool take_common_options(std::vector<std::string> &args, CommonOptions &options);
 
-// An error's exit status: 3 when the input broke a rule, 4 otherwise.
+// An error's exit status: 3 when the input broke a rule or named a provider or
+// device that does not exist, 4 when a provider or the system failed.
 ExitStatus exit_status_for(rootspan_status code);
 
 // Prints an error (text or JSON on stderr) and returns its exit status.

@@ -94,10 +94,27 @@ int run_load(std::vector<std::string> args) {
   ErrorPtr error;
   if (open_context(options.providers, context, error) != ROOTSPAN_OK) return print_error(options, error.get());
 
+  // The provider and device first: a name or ordinal that does not exist is
+  // refused (exit 3, listing what exists) before any file is read, and "auto"
+  // says what it chose and why.
+  rootspan_provider_choice *raw_choice = nullptr;
+  rootspan_error *choice_error = nullptr;
+  if (rootspan_provider_choose(context.get(), load.provider.c_str(), load.device, &raw_choice, &choice_error) !=
+      ROOTSPAN_OK) {
+    error.reset(choice_error);
+    return print_error(options, error.get());
+  }
+  const std::unique_ptr<rootspan_provider_choice, void (*)(rootspan_provider_choice *)> choice(
+      raw_choice, rootspan_provider_choice_free);
+  const bool automatic = load.provider == "auto";
+  if (automatic && !options.json) {
+    std::fprintf(stderr, "rootspan: auto: %s\n", rootspan_provider_choice_explanation(choice.get()));
+  }
+
   rootspan_load_options opts{};
   opts.struct_size = sizeof opts;
   opts.schema_path = load.schema.empty() ? nullptr : load.schema.c_str();
-  opts.provider = load.provider.c_str();
+  opts.provider = rootspan_provider_choice_name(choice.get());
   opts.device = load.device;
   opts.strategy = load.strategy;
   const bool bar = !options.json && isatty(STDERR_FILENO) != 0;
@@ -160,10 +177,11 @@ int run_load(std::vector<std::string> args) {
     skipped.push_back({{"id", id}, {"reason", reason}});
   }
   const double gb_per_s = seconds > 0 ? static_cast<double>(total) / seconds / 1e9 : 0.0;
-  const nlohmann::json document = {{"provider", rootspan_weights_provider(raw)}, {"device", load.device},
+  nlohmann::json document = {{"provider", rootspan_weights_provider(raw)}, {"device", load.device},
                                    {"components", components},                 {"skipped", skipped},
                                    {"total_bytes", total},                     {"seconds", seconds},
                                    {"gb_per_s", gb_per_s}};
+  if (automatic) document["provider_choice"] = rootspan_provider_choice_explanation(choice.get());
   if (options.json) {
     print_json(document);
   } else {

@@ -19,6 +19,7 @@ const char *state_name(rootspan_provider_state state) {
   switch (state) {
     case ROOTSPAN_PROVIDER_LOADED: return "loaded";
     case ROOTSPAN_PROVIDER_SKIPPED: return "skipped";
+    case ROOTSPAN_PROVIDER_NO_DEVICE: return "no device";
     default: return "failed";
   }
 }
@@ -83,7 +84,7 @@ int run_providers(std::vector<std::string> args) {
   }
   std::printf("manifests read: %s\n", manifests.empty() ? "none" : "");
   for (const auto &m : manifests) std::printf("  %s\n", m.get<std::string>().c_str());
-  std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
+  std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
   for (const auto &p : providers) {
     const std::string abi = std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
     std::string detail;
@@ -97,7 +98,7 @@ int run_providers(std::vector<std::string> args) {
                 (p["policy"].is_null() ? std::string() : p["policy"].get<std::string>() + ": ") +
                 p["reason"].get<std::string>();
     }
-    std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", p["name"].get<std::string>().c_str(),
+    std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", p["name"].get<std::string>().c_str(),
                 p["kind"].get<std::string>().c_str(), p["origin"].get<std::string>().c_str(),
                 p["status"].get<std::string>().c_str(), abi.c_str(), detail.c_str());
   }

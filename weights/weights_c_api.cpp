@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "core/c_api_support.hpp"
+#include "core/provider_choice.hpp"
 #include "rootspan/weights.h"
 #include "weights/inspect.hpp"
 #include "weights/materialize.hpp"
@@ -31,22 +32,6 @@ using namespace rootspan::c_api;
 using rootspan::Diagnostic;
 using rootspan::Result;
 namespace weights = rootspan::weights;
-
-// "auto": the highest-priority loaded provider that has a device; the first
-// listed wins a tie (static providers come first).
-Result<std::string> choose_provider(const rootspan::Context &context, const char *requested) {
-  if (requested != nullptr && std::string(requested) != "auto") return std::string(requested);
-  const rootspan::ProviderReport *best = nullptr;
-  for (const rootspan::ProviderReport &report : context.reports()) {
-    if (report.state != ROOTSPAN_PROVIDER_LOADED || report.device_count == 0) continue;
-    if (best == nullptr || report.priority > best->priority) best = &report;
-  }
-  if (best == nullptr) {
-    return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "load_component",
-                                "no loaded provider has a device to load into");
-  }
-  return best->name;
-}
 
 // The C roles are the schema roles in the same order; these pin it.
 using weights::ComponentRole;
@@ -108,11 +93,11 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     if (!schema) return schema.error();
     auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
     if (!resolved) return resolved.error();
-    auto provider = choose_provider(ctx, o.provider);
+    auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
     if (!provider) return provider.error();
 
     weights::LoadOptions load;
-    load.provider = provider.value();
+    load.provider = provider.value().provider;
     load.device = o.device;
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     if (o.progress != nullptr) {

@@ -130,8 +130,18 @@ ROOTSPAN_API rootspan_status rootspan_context_add_provider(rootspan_context *con
 /* Where a provider came from and what became of it. */
 typedef int32_t rootspan_provider_origin;
 enum { ROOTSPAN_ORIGIN_STATIC = 0, ROOTSPAN_ORIGIN_MANIFEST = 1, ROOTSPAN_ORIGIN_EMBEDDED = 2 };
+/* LOADED: started, with at least one device. SKIPPED: a loader policy passed
+ * it over (policy and reason say which and why). FAILED: its init failed.
+ * NO_DEVICE: started, but it reports zero devices; reason carries the
+ * runtime's explanation. A NO_DEVICE provider is started like a LOADED one:
+ * its name is taken and the calls that take a provider name find it. */
 typedef int32_t rootspan_provider_state;
-enum { ROOTSPAN_PROVIDER_LOADED = 0, ROOTSPAN_PROVIDER_SKIPPED = 1, ROOTSPAN_PROVIDER_FAILED = 2 };
+enum {
+  ROOTSPAN_PROVIDER_LOADED = 0,
+  ROOTSPAN_PROVIDER_SKIPPED = 1,
+  ROOTSPAN_PROVIDER_FAILED = 2,
+  ROOTSPAN_PROVIDER_NO_DEVICE = 3
+};
 
 /* One provider the context knows of, loaded or not. Strings live as long as
  * the context. */
@@ -164,6 +174,28 @@ ROOTSPAN_API const char *rootspan_manifest_path(const rootspan_context *context,
 ROOTSPAN_API rootspan_status rootspan_provider_device_info(rootspan_context *context, const char *provider,
                                                            uint32_t ordinal, rootspan_device_info *info,
                                                            rootspan_error **error);
+
+/* Which provider a load or allocation would use, and why. requested is a
+ * provider name or "auto" (NULL: "auto"): the highest priority among started
+ * providers with a device, the first listed winning a tie. device is the
+ * ordinal the caller means to use; it must exist. On success *choice (the
+ * caller frees it with rootspan_provider_choice_free) names the provider and
+ * explains the choice: for "auto", why each other provider was passed over.
+ * Errors: NOT_FOUND for a name no provider has or an ordinal the provider
+ * lacks (the message lists the providers with their states and device counts,
+ * or the ordinals that exist); the provider's own error for a named provider
+ * that was skipped or failed; NO_PROVIDER when "auto" finds no device. */
+typedef struct rootspan_provider_choice rootspan_provider_choice;
+ROOTSPAN_API rootspan_status rootspan_provider_choose(const rootspan_context *context, const char *requested,
+                                                      uint32_t device, rootspan_provider_choice **choice,
+                                                      rootspan_error **error);
+/* The chosen provider's name; lives as long as the choice. NULL for a NULL choice. */
+ROOTSPAN_API const char *rootspan_provider_choice_name(const rootspan_provider_choice *choice);
+/* Why it was chosen ("chose \"cuda\" (priority 100, 1 device); passed over
+ * \"host\": lower priority 0"); lives as long as the choice. */
+ROOTSPAN_API const char *rootspan_provider_choice_explanation(const rootspan_provider_choice *choice);
+/* NULL is allowed. */
+ROOTSPAN_API void rootspan_provider_choice_free(rootspan_provider_choice *choice);
 
 /* ---- roots (DESIGN 2.1, 2.2) ------------------------------------------- */
 

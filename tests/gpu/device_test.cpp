@@ -27,7 +27,8 @@ class DeviceTest : public GpuProviderTest {
     ASSERT_EQ(context_->status(), ROOTSPAN_OK) << context_->error();
     rootspan_provider_report report{};
     ASSERT_TRUE(context_->report(&report));
-    ASSERT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << (report.reason ? report.reason : "");
+    ASSERT_EQ(report.state, report.device_count == 0 ? ROOTSPAN_PROVIDER_NO_DEVICE : ROOTSPAN_PROVIDER_LOADED)
+        << (report.reason ? report.reason : "");
     if (report.device_count == 0) GTEST_SKIP() << "no " << runtime_of(kind()) << " device: " << report.reason;
   }
 

@@ -302,14 +302,30 @@ def test_example(example):
     check(text.returncode == 0 and "valid" in text.stdout and "model.norm.weight" in text.stdout,
           "inspect text: %s" % text.stdout)
 
-    # A provider that is not there: a provider failure, not invalid input.
-    expect_error("load --provider missing", ["load", example, "--provider", "no-such-provider"], 4, "NotFound",
-                 ["no-such-provider"])
+    # A provider name or device ordinal that does not exist is input the user
+    # must fix (exit 3), and the message lists what exists.
+    expect_error("load --provider missing", ["load", example, "--provider", "no-such-provider"], 3, "NotFound",
+                 ['no provider is named "no-such-provider"', '"host": loaded, priority 0, 1 device'],
+                 operation="choose_provider")
     expect_error("load --device 3 (host has one)", ["load", example, "--schema", schema, "--provider", "host",
-                                                    "--device", "3"], 4, "NotFound", [])
+                                                    "--device", "3"], 3, "NotFound",
+                 ['device 3 does not exist: provider "host" has 1 device, ordinals 0'])
     # Regression test: this was once missed (see the test name).
-    expect_error("load --device 3, all zero-copy", ["load", example, "--provider", "host", "--device", "3"], 4,
-                 "NotFound", [])
+    expect_error("load --device 3, all zero-copy", ["load", example, "--provider", "host", "--device", "3"], 3,
+                 "NotFound", ["device 3 does not exist"])
+    # "auto" checks the ordinal against the provider it chose.
+    expect_error("load auto --device 3", ["load", example, "--device", "3"], 3, "NotFound",
+                 ['device 3 does not exist: provider "host"'])
+    # "auto" says on stderr what it chose and why (text mode); --json carries it in the document.
+    chose = run("load", example)
+    check(chose.returncode == 0 and 'rootspan: auto: chose "host" (priority 0, 1 device)' in chose.stderr,
+          "load auto explains its choice on stderr: %r" % chose.stderr)
+    chose = run("load", example, "--json")
+    check(chose.returncode == 0 and json.loads(chose.stdout).get("provider_choice", "").startswith('chose "host"'),
+          "load auto --json: provider_choice in the document: %r" % chose.stdout[:300])
+    named = run("load", example, "--provider", "host")
+    check(named.returncode == 0 and "auto:" not in named.stderr, "a named provider prints no auto note: %r" %
+          named.stderr)
 
 
 # ---- DESIGN 6.2: one file per rule ------------------------------------------

@@ -1,10 +1,14 @@
 #!/bin/sh
 # Installs a fresh build of the source tree into a temporary prefix and runs
-# the installed `rootspan providers` from there (issue 3, item 7): the
-# installed manifest <datadir>/rootspan/manifest.d/10-rootspan.json must be
-# found by L3 discovery with no environment variable, and the host plugin it
-# names must be reported: skipped under L6 (a provider named "host" is already
-# loaded: the static one), and loaded with --no-static.
+# the installed `rootspan providers` from there: the installed manifest
+# <datadir>/rootspan/manifest.d/10-rootspan.json must be found by L3 discovery
+# with no environment variable, be valid against the installed
+# manifest.schema.json, and list every provider plugin the build installed
+# (host, and cuda and rocm where this machine builds them), each with its
+# priority, the device plugins above the host. Each listed plugin must be
+# reported: the host skipped under L6 beside the static one (loaded with
+# --no-static), a device plugin loaded with its devices or "no device" with
+# the runtime's reason.
 #
 # Then it embeds the installed library as another project would (issue 8):
 # the headers and librootspan.so with its SONAME links are there, and
@@ -17,19 +21,23 @@
 #
 # usage: install_test.sh SOURCE_ROOT [MESON]
 # It configures and compiles the project once more (-Dtests=disabled, no
-# optimization, one job), so it takes minutes; meson runs it in suite 'install'.
+# optimization, one job; the device plugins as this machine allows, since
+# listing what was built is what is tested), so it takes minutes; meson runs
+# it in suite 'install'.
 set -eu
 
 source_root=${1:?usage: install_test.sh SOURCE_ROOT [MESON]}
 meson=${2:-meson}
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
+python3 -c 'import jsonschema' 2>/dev/null ||
+  { echo "python3 has no jsonschema module (Debian: python3-jsonschema; tools/install-deps.sh installs it)"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rootspan-install-XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 prefix=$work/prefix
 
 "$meson" setup "$work/build" "$source_root" --prefix="$prefix" --buildtype=plain \
-  -Dtests=disabled -Dbench=disabled -Dfuzz=disabled -Dcuda=disabled -Drocm=disabled >"$work/setup.log" 2>&1 ||
+  -Dtests=disabled -Dbench=disabled -Dfuzz=disabled >"$work/setup.log" 2>&1 ||
   { cat "$work/setup.log"; exit 1; }
 "$meson" compile -C "$work/build" -j 1 >"$work/compile.log" 2>&1 || { tail -n 50 "$work/compile.log"; exit 1; }
 "$meson" install -C "$work/build" --no-rebuild >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
@@ -43,52 +51,93 @@ run_providers() {
   env -u ROOTSPAN_MANIFEST XDG_CONFIG_HOME="$work/no-config-home" XDG_CONFIG_DIRS="$work/no-config-dirs" \
     LD_LIBRARY_PATH="$(dirname "$library")" "$prefix/bin/rootspan" providers --json "$@"
 }
+"$meson" introspect "$work/build" --targets >"$work/targets.json"
 run_providers >"$work/with-static.json"
 run_providers --no-static >"$work/no-static.json"
 
-python3 - "$prefix" "$work/with-static.json" "$work/no-static.json" <<'PY'
+python3 - "$prefix" "$work/targets.json" "$work/with-static.json" "$work/no-static.json" <<'PY'
 import json, os, sys
 
-prefix, with_static, no_static = sys.argv[1:4]
+import jsonschema
+
+prefix, targets, with_static, no_static = sys.argv[1:5]
 manifest = os.path.join(prefix, "share", "rootspan", "manifest.d", "10-rootspan.json")
+schema = os.path.join(prefix, "share", "rootspan", "manifest.schema.json")
 failures = []
 
 def check(condition, what):
     if not condition:
         failures.append(what)
 
-installed = json.load(open(manifest))["providers"][0]["library"]
-check(os.path.isabs(installed) and installed.startswith(prefix + "/"), "plugin path inside the prefix: " + installed)
-check(installed.endswith("/rootspan/plugins/librootspan-host.so") and os.path.isfile(installed),
-      "the host plugin is installed under <libdir>/rootspan/plugins: " + installed)
+# What the build installed as provider plugins, by name: {"cuda": path, ...}.
+built = {}
+for t in json.load(open(targets)):
+    for f in t.get("install_filename") or []:
+        if t.get("installed") and "/rootspan/plugins/" in f:
+            built[os.path.basename(f)[len("librootspan-"):-len(".so")]] = f
+check("host" in built, "the host plugin is built and installed: %s" % built)
+
+document = json.load(open(manifest))
+try:
+    jsonschema.validate(document, json.load(open(schema)))
+except jsonschema.ValidationError as e:
+    check(False, "the installed manifest is valid against manifest.schema.json: %s" % e.message)
+entries = {e["name"]: e for e in document["providers"]}
+check(sorted(entries) == sorted(built), "the manifest lists every built plugin, no other: listed %s, built %s"
+      % (sorted(entries), sorted(built)))
+for name, e in entries.items():
+    library = e["library"]
+    check(e["kind"] == name and e.get("enabled") is True, "entry %s: kind and enabled: %s" % (name, e))
+    check(os.path.isabs(library) and library.startswith(prefix + "/"), "plugin path inside the prefix: " + library)
+    check(library.endswith("/rootspan/plugins/librootspan-%s.so" % name) and os.path.isfile(library),
+          "plugin %s is installed under <libdir>/rootspan/plugins: %s" % (name, library))
+    check(library == built.get(name), "entry %s names the installed file %s: %s" % (name, built.get(name), library))
+    if name == "host":
+        check(e["priority"] == 0, "host priority 0: %s" % e)
+    else:
+        check(isinstance(e["priority"], int) and e["priority"] > 0, "%s outranks the host: %s" % (name, e))
+
+def check_device_plugin(p, what):
+    if p["status"] == "loaded":
+        check(len(p["devices"]) > 0 and p["reason"] is None, "%s: loaded with devices: %s" % (what, p))
+    else:
+        check(p["status"] == "no device" and p["devices"] == [] and p["reason"], "%s: no device, with the "
+              "runtime's reason: %s" % (what, p))
 
 report = json.load(open(with_static))
 check(report["manifests"] == [manifest], "L3 found the installed manifest: %s" % report["manifests"])
 providers = report["providers"]
 static = [p for p in providers if p["origin"] == "static"]
-plugin = [p for p in providers if p["origin"] == "manifest"]
+plugin = {p["name"]: p for p in providers if p["origin"] == "manifest"}
 check(len(static) == 1 and static[0]["name"] == "host" and static[0]["status"] == "loaded", "static host: %s" % static)
-check(len(plugin) == 1, "one manifest provider: %s" % plugin)
-if plugin:
-    p = plugin[0]
-    check(p["name"] == "host" and p["library"] == installed and p["manifest"] == manifest, "host plugin: %s" % p)
-    check(p["status"] == "skipped" and p["policy"] == "L6", "skipped under L6: %s" % p)
-    check("a provider named 'host' is already loaded" in (p["reason"] or ""), "duplicate name reason: %s" % p)
+check(sorted(plugin) == sorted(built), "every installed plugin is reported: %s" % sorted(plugin))
+for name, p in plugin.items():
+    check(p["library"] == entries.get(name, {}).get("library") and p["manifest"] == manifest, "%s plugin: %s" % (name, p))
+    check(p["priority"] == entries.get(name, {}).get("priority"), "%s priority as listed: %s" % (name, p))
+    if name == "host":
+        check(p["status"] == "skipped" and p["policy"] == "L6", "skipped under L6: %s" % p)
+        check("a provider named 'host' is already loaded" in (p["reason"] or ""), "duplicate name reason: %s" % p)
+    else:
+        check_device_plugin(p, name)
 
 report = json.load(open(no_static))
-providers = report["providers"]
+providers = {p["name"]: p for p in report["providers"]}
 check(report["manifests"] == [manifest], "--no-static: manifests %s" % report["manifests"])
-check(len(providers) == 1, "--no-static: one provider: %s" % providers)
-if providers:
-    p = providers[0]
-    check(p["name"] == "host" and p["origin"] == "manifest" and p["status"] == "loaded", "--no-static: %s" % p)
-    check(p["abi"] == {"major": 1, "minor": 1} and len(p["devices"]) == 1, "--no-static abi/devices: %s" % p)
+check(sorted(providers) == sorted(built), "--no-static: one provider per plugin: %s" % sorted(providers))
+host = providers.get("host", {})
+check(host.get("origin") == "manifest" and host.get("status") == "loaded", "--no-static host: %s" % host)
+check(host.get("abi") == {"major": 1, "minor": 1} and len(host.get("devices", [])) == 1,
+      "--no-static host abi/devices: %s" % host)
+for name, p in providers.items():
+    if name != "host":
+        check_device_plugin(p, "--no-static " + name)
 
 for f in failures:
     print("FAIL: " + f)
 if failures:
     sys.exit(1)
-print("installed rootspan found its manifest and host plugin under " + prefix)
+print("installed rootspan found its manifest and its %d plugins (%s) under %s" % (len(built), ", ".join(sorted(built)),
+                                                                              prefix))
 PY
 
 # ---- embedding the installed library -------------------------------------

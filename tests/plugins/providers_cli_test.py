@@ -14,8 +14,11 @@ def provider(directory, name):
     return os.path.join(directory, "librootspan-tp-%s.so" % name)
 
 
-def entry(name, kind, library, minor=1):
-    return {"name": name, "kind": kind, "library": library, "abi": {"major": 1, "minor": minor}}
+def entry(name, kind, library, minor=1, priority=None):
+    e = {"name": name, "kind": kind, "library": library, "abi": {"major": 1, "minor": minor}}
+    if priority is not None:
+        e["priority"] = priority
+    return e
 
 
 def write(path, document):
@@ -24,10 +27,26 @@ def write(path, document):
     return path
 
 
-def run(exe, *args):
+def run(exe, *args, command="providers"):
     env = dict(os.environ)
     env.pop("ROOTSPAN_MANIFEST", None)
-    return subprocess.run([exe, "providers", *args], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([exe, command, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def write_safetensors(path):
+    """One F32 tensor of 4 elements: enough for `rootspan load` to place."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(len(header).to_bytes(8, "little") + header + bytes(range(16)))
+    return path
+
+
+def json_error(result):
+    try:
+        return json.loads(result.stderr)["error"]
+    except (ValueError, KeyError):
+        return None
 
 
 failures = []
@@ -118,11 +137,108 @@ def main():
         check(result.returncode == 3, "unknown format major exits 3, got %d" % result.returncode)
         check("L1" in result.stderr, "text error names L1: %r" % result.stderr)
 
+        check_no_device(exe, providers_dir, tmp)
+        check_provider_choice(exe, providers_dir, tmp)
+
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         return 1
     print("rootspan providers: all checks passed")
     return 0
+
+
+def check_no_device(exe, providers_dir, tmp):
+    """A provider that started without a device is "no device" with its reason, not "loaded"."""
+    manifest = write(os.path.join(tmp, "no-device.json"), {
+        "file_format_version": "1.0.0",
+        "providers": [entry("no-device", "simulated", provider(providers_dir, "no-device"), priority=200)]})
+    result = run(exe, "--manifest", manifest, "--json")
+    check(result.returncode == 0, "no-device report exits 0: %s" % result.stderr)
+    by_name = {p["name"]: p for p in json.loads(result.stdout)["providers"]}
+    p = by_name.get("no-device", {})
+    check(p.get("status") == "no device", "no-device status: %s" % p)
+    check(p.get("reason") == "simulated: no device is attached", "no-device reason: %s" % p)
+    check(p.get("devices") == [] and p.get("code") is None and p.get("policy") is None, "no-device fields: %s" % p)
+    check(by_name.get("host", {}).get("status") == "loaded", "host still loaded: %s" % by_name.get("host"))
+    result = run(exe, "--manifest", manifest)
+    line = [l for l in result.stdout.splitlines() if l.startswith("no-device")]
+    check(len(line) == 1 and "no device" in line[0] and "simulated: no device is attached" in line[0],
+          "text report of no-device: %r" % result.stdout)
+    # Its name is taken: a second provider of that name is refused (L6).
+    twice = write(os.path.join(tmp, "no-device-twice.json"), {
+        "file_format_version": "1.0.0",
+        "providers": [entry("no-device", "simulated", provider(providers_dir, "no-device")),
+                      entry("no-device", "simulated", provider(providers_dir, "no-device"))]})
+    reports = json.loads(run(exe, "--manifest", twice, "--json").stdout)["providers"]
+    states = [(p["status"], p["policy"]) for p in reports if p["name"] == "no-device"]
+    check(states == [("no device", None), ("skipped", "L6")], "a no-device provider takes its name: %s" % states)
+
+
+def check_provider_choice(exe, providers_dir, tmp):
+    """`rootspan load --provider auto|NAME --device N`: the choice rule through the CLI, and exit 3/4."""
+    checkpoint = write_safetensors(os.path.join(tmp, "tiny.safetensors"))
+    ranked = write(os.path.join(tmp, "ranked.json"), {
+        "file_format_version": "1.0.0",
+        "providers": [entry("no-device", "simulated", provider(providers_dir, "no-device"), priority=200),
+                      entry("simdev", "simulated", provider(providers_dir, "simdev"), priority=100),
+                      entry("init-fails", "test", provider(providers_dir, "init-fails"), priority=300)]})
+
+    def load(*args):
+        return run(exe, checkpoint, *args, command="load")
+
+    # Highest priority with a device; the others' reasons on stderr.
+    result = load("--manifest", ranked)
+    check(result.returncode == 0, "auto load exits 0: %s" % result.stderr)
+    check('rootspan: auto: chose "simdev" (priority 100, 1 device); passed over "host": lower priority 0; '
+          '"no-device": no device (simulated: no device is attached); "init-fails": failed (' in result.stderr,
+          "auto explains its choice: %r" % result.stderr)
+    check("into provider simdev" in result.stdout, "loaded into simdev: %r" % result.stdout)
+    result = load("--manifest", ranked, "--json")
+    document = json.loads(result.stdout) if result.returncode == 0 else {}
+    check(document.get("provider") == "simdev" and document.get("provider_choice", "").startswith('chose "simdev"'),
+          "auto --json: %s" % document)
+
+    # A tie goes to the first listed: the static host comes before the manifest's simdev.
+    tie = write(os.path.join(tmp, "tie.json"), {
+        "file_format_version": "1.0.0",
+        "providers": [entry("simdev", "simulated", provider(providers_dir, "simdev"), priority=0)]})
+    result = load("--manifest", tie)
+    check(result.returncode == 0 and 'chose "host" (priority 0, 1 device); passed over "simdev": same priority 0, '
+          'listed after "host"' in result.stderr, "a tie goes to the first listed: %r" % result.stderr)
+
+    # No provider with a device: the system has nothing to offer (exit 4), with every reason.
+    none = write(os.path.join(tmp, "none.json"), {
+        "file_format_version": "1.0.0",
+        "providers": [entry("no-device", "simulated", provider(providers_dir, "no-device"), priority=200)]})
+    result = load("--manifest", none, "--no-static", "--json")
+    error = json_error(result) or {}
+    check(result.returncode == 4 and error.get("code") == "NoProvider", "auto without a device exits 4: %s" % error)
+    check('auto: no provider has a device; the providers are: "no-device": no device (simulated: no device is '
+          'attached)' in error.get("message", ""), "auto without a device lists why: %s" % error)
+
+    # A name that does not exist: exit 3, listing the providers with their states and device counts.
+    result = load("--manifest", ranked, "--provider", "nope", "--json")
+    error = json_error(result) or {}
+    check(result.returncode == 3 and error.get("code") == "NotFound", "--provider nope exits 3: %s" % error)
+    for fragment in ['no provider is named "nope"', '"host": loaded, priority 0, 1 device',
+                     '"simdev": loaded, priority 100, 1 device', '"no-device": no device (simulated: no device',
+                     '"init-fails": failed (']:
+        check(fragment in error.get("message", ""), "--provider nope lists %r: %s" % (fragment, error))
+    # An ordinal that does not exist: exit 3, naming the ordinals that do.
+    result = load("--manifest", ranked, "--provider", "simdev", "--device", "7", "--json")
+    error = json_error(result) or {}
+    check(result.returncode == 3 and error.get("code") == "NotFound" and
+          'device 7 does not exist: provider "simdev" has 1 device, ordinals 0' in error.get("message", ""),
+          "--device 7 exits 3: %s" % error)
+    result = load("--manifest", ranked, "--provider", "no-device", "--json")
+    error = json_error(result) or {}
+    check(result.returncode == 3 and 'provider "no-device" has no device (simulated: no device is attached)' in
+          error.get("message", ""), "a no-device provider has no ordinal 0: %s" % error)
+    # A provider that failed stays a failure: exit 4.
+    result = load("--manifest", ranked, "--provider", "init-fails", "--json")
+    error = json_error(result) or {}
+    check(result.returncode == 4 and 'provider "init-fails" was not started: failed (' in error.get("message", ""),
+          "a failed provider exits 4: %s" % error)
 
 
 if __name__ == "__main__":
