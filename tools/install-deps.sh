@@ -3,12 +3,8 @@
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-<<<<<<< HEAD
-          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev cmake rustc "$@")
-=======
-          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev
+          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev cmake rustc
           python3-jsonschema "$@")
->>>>>>> providers
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -28,8 +28,10 @@ set -eu
 
 source_root=${1:?usage: install_test.sh SOURCE_ROOT [MESON]}
 meson=${2:-meson}
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-python3 -c 'import jsonschema' 2>/dev/null ||
+# Debian's own Python first: tools/install-deps.sh installs python3-jsonschema for it.
+python3=/usr/bin/python3
+[ -x "$python3" ] || python3=$(command -v python3) || { echo "python3 not found: skipped"; exit 77; }
+"$python3" -c 'import jsonschema' 2>/dev/null ||
   { echo "python3 has no jsonschema module (Debian: python3-jsonschema; tools/install-deps.sh installs it)"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rootspan-install-XXXXXX")
@@ -55,7 +57,7 @@ run_providers() {
 run_providers >"$work/with-static.json"
 run_providers --no-static >"$work/no-static.json"
 
-python3 - "$prefix" "$work/targets.json" "$work/with-static.json" "$work/no-static.json" <<'PY'
+"$python3" - "$prefix" "$work/targets.json" "$work/with-static.json" "$work/no-static.json" <<'PY'
 import json, os, sys
 
 import jsonschema
@@ -157,7 +159,7 @@ program=$source_root/tests/plugins/installed_embed.c
 # What installed_embed must print for component ID made of the source
 # tensors NAMES (in the example checkpoint, read here byte by byte).
 expect() {
-  python3 - "$example" "$@" <<'PY'
+  "$python3" - "$example" "$@" <<'PY'
 import json, os, struct, sys
 
 folder, cid, dtype, shape, role = sys.argv[1:6]
