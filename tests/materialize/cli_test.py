@@ -281,13 +281,13 @@ def test_example(example):
     check(text.returncode == 0 and "valid" in text.stdout and "model.norm.weight" in text.stdout,
           "inspect text: %s" % text.stdout)
 
-    # A provider that is not there: a provider failure, not invalid input.
-    expect_error("load --provider missing", ["load", example, "--provider", "no-such-provider"], 4, "NotFound",
+    # A provider or device that is not there: a name the user gave, invalid input.
+    expect_error("load --provider missing", ["load", example, "--provider", "no-such-provider"], 3, "NotFound",
                  ["no-such-provider"])
     expect_error("load --device 3 (host has one)", ["load", example, "--schema", schema, "--provider", "host",
-                                                    "--device", "3"], 4, "NotFound", [])
+                                                    "--device", "3"], 3, "NotFound", [])
     # Regression test: this was once missed (see the test name).
-    expect_error("load --device 3, all zero-copy", ["load", example, "--provider", "host", "--device", "3"], 4,
+    expect_error("load --device 3, all zero-copy", ["load", example, "--provider", "host", "--device", "3"], 3,
                  "NotFound", [])
 
 
