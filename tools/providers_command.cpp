@@ -9,23 +9,17 @@ namespace {
 
 const char *origin_name(rootspan_provider_origin origin) {
   switch (origin) {
-    case ROOTSPAN_ORIGIN_STATIC:
-      return "static";
-    case ROOTSPAN_ORIGIN_MANIFEST:
-      return "manifest";
-    default:
-      return "embedded";
+    case ROOTSPAN_ORIGIN_STATIC: return "static";
+    case ROOTSPAN_ORIGIN_MANIFEST: return "manifest";
+    default: return "embedded";
   }
 }
 
 const char *state_name(rootspan_provider_state state) {
   switch (state) {
-    case ROOTSPAN_PROVIDER_LOADED:
-      return "loaded";
-    case ROOTSPAN_PROVIDER_SKIPPED:
-      return "skipped";
-    default:
-      return "failed";
+    case ROOTSPAN_PROVIDER_LOADED: return "loaded";
+    case ROOTSPAN_PROVIDER_SKIPPED: return "skipped";
+    default: return "failed";
   }
 }
 
@@ -38,12 +32,11 @@ nlohmann::json devices_of(rootspan_context *context, const rootspan_provider_rep
     rootspan_device_info info{};
     info.struct_size = sizeof info;
     if (rootspan_provider_device_info(context, report.name, ordinal, &info, nullptr) != ROOTSPAN_OK) continue;
-    devices.push_back(
-        {{"ordinal", info.ordinal},
-         {"name", info.name},
-         {"memory_bytes", info.total_memory_bytes},
-         {"free_memory_bytes", info.free_memory_bytes},
-         {"pci_bus_id", info.pci_bus_id[0] == '\0' ? nlohmann::json(nullptr) : nlohmann::json(info.pci_bus_id)}});
+    devices.push_back({{"ordinal", info.ordinal},
+                       {"name", info.name},
+                       {"memory_bytes", info.total_memory_bytes},
+                       {"free_memory_bytes", info.free_memory_bytes},
+                       {"pci_bus_id", info.pci_bus_id[0] == '\0' ? nlohmann::json(nullptr) : nlohmann::json(info.pci_bus_id)}});
   }
   return devices;
 }
@@ -92,13 +85,12 @@ int run_providers(std::vector<std::string> args) {
   for (const auto &m : manifests) std::printf("  %s\n", m.get<std::string>().c_str());
   std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
   for (const auto &p : providers) {
-    const std::string abi =
-        std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
+    const std::string abi = std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
     std::string detail;
     for (const auto &d : p["devices"]) {
       detail += (detail.empty() ? "" : ", ") + std::to_string(d["ordinal"].get<int>()) + ": " +
-                d["name"].get<std::string>() + " (" + std::to_string(d["memory_bytes"].get<std::uint64_t>() >> 20) +
-                " MiB)";
+                d["name"].get<std::string>() + " (" +
+                std::to_string(d["memory_bytes"].get<std::uint64_t>() >> 20) + " MiB)";
     }
     if (!p["reason"].is_null()) {
       detail += (detail.empty() ? "" : "; ") +

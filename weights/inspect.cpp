@@ -19,10 +19,12 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
                          {"bytes", tensor.byte_length()}});
     }
   }
-  return {{"path", path.string()},       {"folder", checkpoint.folder().string()},
-          {"format", "safetensors"},     {"shards", shards},
-          {"metadata", metadata},        {"tensors", tensors},
-          {"notes", checkpoint.notes()}, {"valid", true}};
+  nlohmann::json document = {{"path", path.string()}, {"format", "safetensors"}, {"shards", shards},
+                             {"metadata", metadata},  {"tensors", tensors},      {"notes", checkpoint.notes()},
+                             {"valid", true}};
+  // The folder the shards are named from: for a cache repository, the snapshot.
+  document["folder"] = checkpoint.folder().string();
+  return document;
 }
 
 nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema) {

@@ -185,97 +185,93 @@ class LoadRun {
     // The root keeps the file mapping alive through its own region reference.
     auto *keep = new RetainedRegion(region);
     import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
-                     address_alignment(data),
-                     [](void *context, void *) {
-                       delete static_cast<RetainedRegion *>(context);
+                     address_alignment(data), [](void *context, void *) { delete static_cast<RetainedRegion *>(context); },
+                     keep};
+    auto root = context_.import_host(import);
+    if (!root) return error_in(payload, root.error());
+    made_.push_back(root.value());
+    return root.value();
   }
-  , keep
+
+  Result<Root *> allocate(const ComponentPayload &payload, rootspan_memory_kind kind) {
+    AllocateOptions allocation;
+    allocation.provider = provider_->name();
+    allocation.device = options_.device;
+    allocation.memory_kind = kind;
+    allocation.byte_length = payload.total_bytes();
+    allocation.alignment = 64;
+    allocation.dtype = root_dtype(payload);
+    auto root = context_.allocate(allocation);
+    if (!root) return root.error();
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  // Host memory: pread each segment, in order, straight into the root.
+  Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
+    auto *base = static_cast<std::byte *>(held.mapping->provider.data);
+    for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
+      auto in = file(chunk.segment->path());
+      if (!in) return error_in(*chunk.segment, in.error());
+      auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
+      if (!read) return error_in(*chunk.segment, read.error());
+      BOOST_OUTCOME_TRY(advance(chunk.length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // No host access: two staging buffers; while one is uploaded through the
+  // provider's copy hook, the next chunk is read into the other.
+  Result<void> upload(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(options_.staging_bytes, 4096);
+    const std::vector<Chunk> chunks = chunks_of(payload, chunk_bytes);
+    for (auto &buffer : staging_) buffer.resize(std::min(chunk_bytes, payload.total_bytes()));
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    for (const Chunk &chunk : chunks) {  // open every file before the reader thread runs
+      if (auto opened = file(chunk.segment->path()); !opened) return error_in(*chunk.segment, opened.error());
+    }
+
+    auto read = [&](std::size_t i) -> Result<void> {
+      const Chunk &c = chunks[i];
+      auto read = files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
+      if (!read) return error_in(*c.segment, read.error());
+      return read;
+    };
+    Result<void> pending = read(0);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (!pending) return pending.error();
+      std::future<Result<void>> next;
+      if (i + 1 < chunks.size()) next = std::async(std::launch::async, read, i + 1);
+      auto copied = copy_from_host(*held.claim, chunks[i].root_offset, staging_[i % 2].data(), chunks[i].length);
+      pending = next.valid() ? next.get() : Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success());
+      if (!copied) return copied.error();
+      BOOST_OUTCOME_TRY(advance(chunks[i].length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
+    auto found = file_sizes_.find(path);
+    return found == file_sizes_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second);
+  }
+
+  Context &context_;
+  std::shared_ptr<Provider> provider_;
+  std::map<std::filesystem::path, std::uint64_t> file_sizes_;
+  const LoadOptions &options_;
+  std::uint64_t total_;
+  LoadProgress progress_;
+  std::vector<Root *> made_;
+  std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
+  std::map<std::filesystem::path, InputFile> files_;
+  std::vector<std::byte> staging_[2];
 };
-auto root = context_.import_host(import);
-if (!root) return error_in(payload, root.error());
-made_.push_back(root.value());
-return root.value();
-}  // namespace
-
-Result<Root *> allocate(const ComponentPayload &payload, rootspan_memory_kind kind) {
-  AllocateOptions allocation;
-  allocation.provider = provider_->name();
-  allocation.device = options_.device;
-  allocation.memory_kind = kind;
-  allocation.byte_length = payload.total_bytes();
-  allocation.alignment = 64;
-  allocation.dtype = root_dtype(payload);
-  auto root = context_.allocate(allocation);
-  if (!root) return root.error();
-  made_.push_back(root.value());
-  return root.value();
-}
-
-// Host memory: pread each segment, in order, straight into the root.
-Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
-  if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-  HeldClaim held;
-  ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
-  ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
-  auto *base = static_cast<std::byte *>(held.mapping->provider.data);
-  for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
-    auto in = file(chunk.segment->path());
-    if (!in) return error_in(*chunk.segment, in.error());
-    auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
-    if (!read) return error_in(*chunk.segment, read.error());
-    BOOST_OUTCOME_TRY(advance(chunk.length));
-  }
-  return BOOST_OUTCOME_V2_NAMESPACE::success();
-}
-
-// No host access: two staging buffers; while one is uploaded through the
-// provider's copy hook, the next chunk is read into the other.
-Result<void> upload(const ComponentPayload &payload, Root &root) {
-  if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-  const std::uint64_t chunk_bytes = std::max<std::uint64_t>(options_.staging_bytes, 4096);
-  const std::vector<Chunk> chunks = chunks_of(payload, chunk_bytes);
-  for (auto &buffer : staging_) buffer.resize(std::min(chunk_bytes, payload.total_bytes()));
-  HeldClaim held;
-  ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
-  for (const Chunk &chunk : chunks) {  // open every file before the reader thread runs
-    if (auto opened = file(chunk.segment->path()); !opened) return error_in(*chunk.segment, opened.error());
-  }
-
-  auto read = [&](std::size_t i) -> Result<void> {
-    const Chunk &c = chunks[i];
-    auto read = files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
-    if (!read) return error_in(*c.segment, read.error());
-    return read;
-  };
-  Result<void> pending = read(0);
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (!pending) return pending.error();
-    std::future<Result<void>> next;
-    if (i + 1 < chunks.size()) next = std::async(std::launch::async, read, i + 1);
-    auto copied = copy_from_host(*held.claim, chunks[i].root_offset, staging_[i % 2].data(), chunks[i].length);
-    pending = next.valid() ? next.get() : Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success());
-    if (!copied) return copied.error();
-    BOOST_OUTCOME_TRY(advance(chunks[i].length));
-  }
-  return BOOST_OUTCOME_V2_NAMESPACE::success();
-}
-
-std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
-  auto found = file_sizes_.find(path);
-  return found == file_sizes_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second);
-}
-
-Context &context_;
-std::shared_ptr<Provider> provider_;
-std::map<std::filesystem::path, std::uint64_t> file_sizes_;
-const LoadOptions &options_;
-std::uint64_t total_;
-LoadProgress progress_;
-std::vector<Root *> made_;
-std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
-std::map<std::filesystem::path, InputFile> files_;
-std::vector<std::byte> staging_[2];
-};  // namespace rootspan::weights
 
 }  // namespace
 

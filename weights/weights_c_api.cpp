@@ -74,8 +74,9 @@ Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoin
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
-                                      rootspan_weights **out, rootspan_error **error) {
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
+                                      const rootspan_load_options *options, rootspan_weights **out,
+                                      rootspan_error **error) {
   if (context == nullptr || path == nullptr || out == nullptr ||
       (options != nullptr && !has_size(options, options->struct_size))) {
     return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
