@@ -118,9 +118,19 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
   if (error) return cannot_resolve(folder, error);
   const fs::path index_folder = fs::canonical(index_path, error).parent_path();
   if (error) return cannot_resolve(index_path, error);
-  for (const fs::path &extra : {named, index_folder}) {
-    if (std::find(trusted.begin(), trusted.end(), extra) == trusted.end()) trusted.push_back(extra);
+  trusted.push_back(named);
+  trusted.push_back(index_folder);
+  // A folder inside another trusted one adds nothing (the snapshot inside a
+  // repository the user named); the error lists what is left.
+  std::vector<fs::path> outermost;
+  for (std::size_t i = 0; i < trusted.size(); ++i) {
+    bool covered = false;
+    for (std::size_t j = 0; j < trusted.size() && !covered; ++j) {
+      covered = lies_inside(trusted[i], trusted[j]) && (trusted[i] != trusted[j] || j < i);
+    }
+    if (!covered) outermost.push_back(trusted[i]);
   }
+  trusted = std::move(outermost);
 
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
