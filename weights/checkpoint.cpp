@@ -65,7 +65,11 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
 
 Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs::path> trusted) {
   std::error_code error;
-  if (fs::exists(path / kShardIndexName, error)) return open_sharded(path, path / kShardIndexName, std::move(trusted));
+  // A link to an index that is missing (a download cut short) is still the
+  // index: opening it says so, rather than looking for other files.
+  if (fs::exists(fs::symlink_status(path / kShardIndexName, error))) {
+    return open_sharded(path, path / kShardIndexName, std::move(trusted));
+  }
   if (is_regular(path / "model.safetensors")) return open_single(path / "model.safetensors");
 
   std::vector<fs::path> candidates;

@@ -160,6 +160,14 @@ TEST(CheckpointLocation, BrokenRefsAndRevisionsAreRefusedListingTheSnapshots) {
                         ROOTSPAN_ERR_INVALID_CHECKPOINT, {"applies only to a Hugging Face cache repository"}));
 }
 
+TEST(CheckpointLocation, ADanglingIndexLinkIsReportedAsTheIndex) {
+  TempDir dir;
+  const CacheRepository cache(dir);
+  fs::remove(cache.repo / "blobs/ccc3");  // a download cut short
+  EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_IO,
+                        {"model.safetensors.index.json", "cannot open", "No such file"}));
+}
+
 TEST(CheckpointLocation, ARepositoryWithoutSnapshotsSaysSo) {
   TempDir dir;
   fs::create_directories(dir.path() / "models--a--b/snapshots");
