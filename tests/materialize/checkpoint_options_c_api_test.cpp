@@ -132,12 +132,11 @@ TEST_F(CheckpointOptionsTest, TensorPatternsLoadOnlyTheComponentsTheyMatch) {
 }
 
 TEST_F(CheckpointOptionsTest, TensorPatternsApplyToSchemaComponentIds) {
-  const fs::path schema =
-      dir_.write_text("schema.json", schema_json({dense_component("up", "packed_values",
-                                                                  {"model.layers.0.up", "model.layers.1.up"}, {2, 8},
-                                                                  "F32"),
-                                                  dense_component("embed", "values", {"model.embed"}, {4}, "F32"),
-                                                  dense_component("k", "values", {"absent"}, {4}, "F32")}));
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("up", "packed_values", {"model.layers.0.up", "model.layers.1.up"}, {2, 8}, "F32"),
+                   dense_component("embed", "values", {"model.embed"}, {4}, "F32"),
+                   dense_component("k", "values", {"absent"}, {4}, "F32")}));
   const char *patterns[] = {"u?"};
   rootspan_load_options o = options();
   o.schema_path = schema.c_str();
