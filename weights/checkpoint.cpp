@@ -143,7 +143,12 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
     auto resolved = resolve_inside(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
     if (!resolved) return resolved.error();
     auto safetensors = open_safetensors(resolved.value());
-    if (!safetensors) return safetensors.error();
+    if (!safetensors) {
+      // The cause names the real path; say which index entry led there.
+      Diagnostic failed = safetensors.error();
+      failed.cause = quoted_text(index_name) + ": shard " + quoted_text(file) + ": " + failed.cause;
+      return failed;
+    }
     checkpoint.shards_.push_back(Shard{file, resolved.value(), std::move(safetensors).value()});
   }
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();

@@ -316,7 +316,8 @@ TEST(CheckpointLocation, ALinkToAFolderIsRefused) {
   fs::remove(cache.snapshot / kFile1);
   fs::create_symlink("../../blobs/folder", cache.snapshot / kFile1);
   EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"blobs/folder", "not a regular file (it is a folder)"}));
+                        {"shard \"" + std::string(kFile1) + "\": \"" + real(cache.repo / "blobs/folder").string() +
+                         "\": not a regular file (it is a folder)"}));
   // To a folder outside: it leads out.
   TempDir outside;
   fs::remove(cache.snapshot / kFile1);
@@ -331,12 +332,13 @@ TEST(CheckpointLocation, AShardThatIsAFifoOrAFolderIsRefusedWithoutHanging) {
   dir.write_text("model.safetensors.index.json", index_for(kFile1, kFile2));
   // A FIFO with no writer: a blocking open would wait forever.
   ASSERT_EQ(::mkfifo((dir.path() / kFile2).c_str(), 0600), 0);
+  const std::string entry = "model.safetensors.index.json\": shard \"" + std::string(kFile2) + "\": ";
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {kFile2, "not a regular file (it is a FIFO)"}));
+                        {entry + "\"" + (dir.path() / kFile2).string() + "\": not a regular file (it is a FIFO)"}));
   fs::remove(dir.path() / kFile2);
   fs::create_directory(dir.path() / kFile2);
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {kFile2, "not a regular file (it is a folder)"}));
+                        {entry, "not a regular file (it is a folder)"}));
   // The index itself a FIFO, given as the checkpoint or found in its folder.
   TempDir fifo_dir;
   ASSERT_EQ(::mkfifo((fifo_dir.path() / "model.safetensors.index.json").c_str(), 0600), 0);
