@@ -69,6 +69,11 @@ Result<std::filesystem::path> resolve_inside(const std::filesystem::path &folder
   const std::filesystem::path named = folder / std::string(name);
   std::error_code error;
   const std::filesystem::path target = std::filesystem::weakly_canonical(named, error);
+  if (error && error != std::errc::too_many_symbolic_link_levels) {
+    return make_error(
+        ROOTSPAN_ERR_IO, std::move(operation),
+        quoted_text(subject) + ": cannot resolve file name " + quoted_text(name) + ": " + error.message());
+  }
   if (error) {
     // A loop of links, or a link chain too long to follow: nothing to open.
     return make_error(code, std::move(operation),

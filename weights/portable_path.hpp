@@ -25,9 +25,9 @@ Result<void> check_portable_name(std::string_view name, rootspan_status code, st
 // link, a chain included (weakly_canonical), and requires the result to lie
 // in or below one of `trusted` (canonical folders; `folder` itself need not
 // be one of them). Returns the resolved path: the one to open. A name that
-// leads elsewhere, or that cannot be resolved (a loop of links), fails with
-// `code`, naming the file, where it leads, the trusted folders and what to
-// do about it.
+// leads elsewhere, or through a loop of links, fails with `code`, naming the
+// file, where it leads, the trusted folders and what to do about it; one that
+// cannot be resolved for another reason (permissions) with ROOTSPAN_ERR_IO.
 Result<std::filesystem::path> resolve_inside(const std::filesystem::path &folder, std::string_view name,
                                              std::span<const std::filesystem::path> trusted, rootspan_status code,
                                              std::string operation, std::string_view subject);
