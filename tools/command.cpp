@@ -6,6 +6,18 @@
 namespace rootspan::cli {
 
 bool take_common_options(std::vector<std::string> &args, CommonOptions &options) {
+  // "--opt=value" is "--opt value" (the value may hold '=' itself).
+  std::vector<std::string> split;
+  for (const std::string &arg : args) {
+    const std::size_t equals = arg.find('=');
+    if (arg.starts_with("--") && equals != std::string::npos) {
+      split.push_back(arg.substr(0, equals));
+      split.push_back(arg.substr(equals + 1));
+    } else {
+      split.push_back(arg);
+    }
+  }
+  args = std::move(split);
   std::vector<std::string> rest;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") {
@@ -33,7 +45,7 @@ ExitStatus exit_status_for(rootspan_status code) {
     case ROOTSPAN_ERR_INVALID_SCHEMA:
     case ROOTSPAN_ERR_INVALID_PAYLOAD:
     case ROOTSPAN_ERR_IO:         // a file that cannot be read is input the user must fix
-    case ROOTSPAN_ERR_NOT_FOUND:  // a provider name or device ordinal that does not exist
+    case ROOTSPAN_ERR_NOT_FOUND:  // a name the user gave (provider, device, tensor pattern) that does not exist
       return kInvalidInput;
     default:
       return kFailure;

@@ -25,12 +25,13 @@ struct CommonOptions {
   ProviderOptions providers;
 };
 
-// Consumes --json, --manifest FILE and --no-static from args; leaves the rest.
+// Splits "--opt=value" into "--opt" "value", then consumes --json,
+// --manifest FILE and --no-static from args; leaves the rest.
 // Returns false (after printing why) on a malformed option.
 bool take_common_options(std::vector<std::string> &args, CommonOptions &options);
 
-// An error's exit status: 3 when the input broke a rule or named a provider or
-// device that does not exist, 4 when a provider or the system failed.
+// An error's exit status: 3 when the input broke a rule or named something
+// that does not exist, 4 otherwise.
 ExitStatus exit_status_for(rootspan_status code);
 
 // Prints an error (text or JSON on stderr) and returns its exit status.

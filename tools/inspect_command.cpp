@@ -1,22 +1,77 @@
 // `rootspan inspect PATH`: a checkpoint's shards, tensors and the validation
-// verdict (DESIGN 7).
+// verdict, and with --schema the verdict on a schema too, loading nothing
+// (DESIGN 7).
 #include <cstdio>
+#include <optional>
 
 #include "command.hpp"
 #include "rootspan/weights.h"
 
 namespace rootspan::cli {
 
+namespace {
+
+struct InspectArgs {
+  std::string path;
+  std::optional<std::string> schema;    // --schema FILE
+  std::optional<std::string> revision;  // --revision REV (a Hugging Face cache repository)
+};
+
+// Returns an empty string when the arguments are good, else what is wrong.
+std::string parse(const std::vector<std::string> &args, InspectArgs &out) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "--schema" || a == "--revision") {
+      if (i + 1 == args.size()) return a + " needs a value";
+      const std::string &v = args[++i];
+      if (a == "--schema") out.schema = v;
+      if (a == "--revision") {
+        if (v.empty()) return "--revision needs a branch, tag or commit, not ''";
+        out.revision = v;
+      }
+    } else if (!a.empty() && a[0] == '-') {
+      return "unknown option " + a;
+    } else if (out.path.empty()) {
+      out.path = a;
+    } else {
+      return "inspect takes one PATH; also got '" + a + "'";
+    }
+  }
+  return out.path.empty() ? "inspect needs a PATH (a checkpoint file, folder, index file or Hugging Face cache "
+                            "repository)"
+                          : "";
+}
+
+void print_schema(const nlohmann::json &schema) {
+  std::printf("schema %s: %zu component(s) would load, %zu skipped\n", schema["path"].get<std::string>().c_str(),
+              schema["components"].size(), schema["skipped"].size());
+  std::printf("  %-40s %-14s %12s %8s\n", "COMPONENT", "ROLE", "BYTES", "SEGMENTS");
+  for (const auto &c : schema["components"]) {
+    std::printf("  %-40s %-14s %12llu %8llu\n", c["id"].get<std::string>().c_str(),
+                c["role"].get<std::string>().c_str(), static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()));
+  }
+  for (const auto &s : schema["skipped"]) {
+    std::printf("  skipped %s: %s\n", s["id"].get<std::string>().c_str(), s["reason"].get<std::string>().c_str());
+  }
+}
+
+}  // namespace
+
 int run_inspect(std::vector<std::string> args) {
   CommonOptions options;
   if (!take_common_options(args, options)) return kUsage;
-  if (args.size() != 1 || (!args[0].empty() && args[0][0] == '-')) {
-    return print_usage_error(options, "inspect takes one PATH (a checkpoint file or folder)" +
-                                          (args.empty() ? std::string() : ", not '" + args[0] + "'"));
+  InspectArgs inspect;
+  if (const std::string problem = parse(args, inspect); !problem.empty()) {
+    return print_usage_error(options, problem);
   }
+  rootspan_inspect_options opts{};
+  opts.struct_size = sizeof opts;
+  opts.schema_path = inspect.schema ? inspect.schema->c_str() : nullptr;
+  opts.revision = inspect.revision ? inspect.revision->c_str() : nullptr;
   char *text = nullptr;
   rootspan_error *raw_error = nullptr;
-  if (rootspan_checkpoint_inspect(args[0].c_str(), &text, &raw_error) != ROOTSPAN_OK) {
+  if (rootspan_checkpoint_inspect_with_options(inspect.path.c_str(), &opts, &text, &raw_error) != ROOTSPAN_OK) {
     ErrorPtr error(raw_error);
     return print_error(options, error.get());
   }
@@ -26,8 +81,9 @@ int run_inspect(std::vector<std::string> args) {
     print_json(document);
     return kDone;
   }
-  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", args[0].c_str(), document["shards"].size(),
+  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", inspect.path.c_str(), document["shards"].size(),
               document["tensors"].size());
+  if (document["folder"] != inspect.path) std::printf("  folder %s\n", document["folder"].get<std::string>().c_str());
   for (const auto &shard : document["shards"]) {
     std::printf("  shard %s: %llu bytes, header %llu bytes\n", shard["file"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(shard["bytes"].get<std::uint64_t>()),
@@ -44,6 +100,7 @@ int run_inspect(std::vector<std::string> args) {
                 static_cast<unsigned long long>(t["bytes"].get<std::uint64_t>()));
   }
   for (const auto &note : document["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());
+  if (document.contains("schema")) print_schema(document["schema"]);
   return kDone;
 }
 

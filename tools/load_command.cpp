@@ -19,6 +19,8 @@ struct LoadArgs {
   std::uint32_t device = 0;
   rootspan_load_strategy strategy = ROOTSPAN_LOAD_MMAP;
   bool verify = false;
+  std::vector<std::string> tensors;  // --tensors PATTERN (repeatable)
+  std::string revision;              // --revision REV (a Hugging Face cache repository)
 };
 
 // Returns an empty string when the arguments are good, else what is wrong.
@@ -28,10 +30,16 @@ std::string parse(std::vector<std::string> args, LoadArgs &out) {
     auto value = [&]() -> const std::string * { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "--verify") {
       out.verify = true;
-    } else if (a == "--schema" || a == "--provider" || a == "--device" || a == "--strategy") {
+    } else if (a == "--schema" || a == "--provider" || a == "--device" || a == "--strategy" || a == "--tensors" ||
+               a == "--revision") {
       const std::string *v = value();
       if (v == nullptr) return a + " needs a value";
       if (a == "--schema") out.schema = *v;
+      if (a == "--tensors") out.tensors.push_back(*v);
+      if (a == "--revision") {
+        if (v->empty()) return "--revision needs a branch, tag or commit, not ''";
+        out.revision = *v;
+      }
       if (a == "--provider") out.provider = *v;
       if (a == "--device") {
         if (v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 9) {
@@ -117,6 +125,11 @@ int run_load(std::vector<std::string> args) {
   opts.provider = rootspan_provider_choice_name(choice.get());
   opts.device = load.device;
   opts.strategy = load.strategy;
+  std::vector<const char *> patterns;
+  for (const std::string &pattern : load.tensors) patterns.push_back(pattern.c_str());
+  opts.tensors = patterns.data();
+  opts.tensor_count = patterns.size();
+  opts.revision = load.revision.empty() ? nullptr : load.revision.c_str();
   const bool bar = !options.json && isatty(STDERR_FILENO) != 0;
   if (bar) opts.progress = draw_progress;
 

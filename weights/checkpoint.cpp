@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "weights/describe.hpp"
+#include "weights/hf_cache.hpp"
 #include "weights/input_file.hpp"
 #include "weights/portable_path.hpp"
 
@@ -19,6 +20,13 @@ constexpr std::uint64_t kMaxIndexBytes = kMaxSafetensorsHeader;
 
 Diagnostic invalid(const std::string &cause) { return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, cause); }
 
+// A name that ends so is an index file given as the checkpoint.
+constexpr std::string_view kIndexSuffix = ".index.json";
+
+Diagnostic cannot_resolve(const fs::path &path, const std::error_code &error) {
+  return make_error(ROOTSPAN_ERR_IO, kOperation, quoted_text(path.string()) + ": cannot resolve: " + error.message());
+}
+
 bool is_regular(const fs::path &path) {
   std::error_code error;
   return fs::is_regular_file(path, error);  // follows symbolic links
@@ -26,7 +34,7 @@ bool is_regular(const fs::path &path) {
 
 }  // namespace
 
-Result<Checkpoint> Checkpoint::open(const fs::path &path) {
+Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<std::string> &revision) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (error || !fs::exists(status)) {
@@ -34,9 +42,34 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path) {
         ROOTSPAN_ERR_IO, kOperation,
         quoted_text(path.string()) + ": no such file or folder" + (error ? ": " + error.message() : std::string()));
   }
-  if (!fs::is_directory(status)) return open_single(path);
+  const bool cache = fs::is_directory(status) && is_cache_repository(path);
+  if (revision && !cache) {
+    return invalid(quoted_text(path.string()) + ": revision " + quoted_text(*revision) +
+                   " applies only to a Hugging Face cache repository folder (models--org--name, with snapshots/ "
+                   "and refs/), and this is not one");
+  }
+  if (cache) {
+    auto snapshot = cache_snapshot(path, revision);
+    if (!snapshot) return snapshot.error();
+    // The user named the repository: its blobs/ are as trusted as its snapshot.
+    const fs::path repository = fs::canonical(path, error);
+    if (error) return cannot_resolve(path, error);
+    return open_folder(snapshot.value(), {repository});
+  }
+  if (fs::is_directory(status)) return open_folder(path, {});
+  if (path.filename().string().ends_with(kIndexSuffix)) {
+    return open_sharded(path.has_parent_path() ? path.parent_path() : fs::path("."), path, {});
+  }
+  return open_single(path);
+}
 
-  if (fs::exists(path / kShardIndexName, error)) return open_sharded(path);
+Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs::path> trusted) {
+  std::error_code error;
+  // A link to an index that is missing (a download cut short) is still the
+  // index: opening it says so, rather than looking for other files.
+  if (fs::exists(fs::symlink_status(path / kShardIndexName, error))) {
+    return open_sharded(path, path / kShardIndexName, std::move(trusted));
+  }
   if (is_regular(path / "model.safetensors")) return open_single(path / "model.safetensors");
 
   std::vector<fs::path> candidates;
@@ -73,21 +106,49 @@ Result<Checkpoint> Checkpoint::open_single(const fs::path &file) {
   return checkpoint;
 }
 
-Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder) {
-  const fs::path index_path = folder / kShardIndexName;
+Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::path &index_path,
+                                            std::vector<fs::path> trusted) {
   const std::string index_name = index_path.string();
   auto text = read_whole_file(index_path, kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
   if (!text) return text.error();
   auto index = parse_shard_index(text.value(), index_name);
   if (!index) return index.error();
 
+  // The folder named, and the folder that really holds the index: in a
+  // Hugging Face cache the index is a link into blobs/, where the shards'
+  // links lead too.
+  std::error_code error;
+  const fs::path named = fs::canonical(folder, error);
+  if (error) return cannot_resolve(folder, error);
+  const fs::path index_folder = fs::canonical(index_path, error).parent_path();
+  if (error) return cannot_resolve(index_path, error);
+  trusted.push_back(named);
+  trusted.push_back(index_folder);
+  // A folder inside another trusted one adds nothing (the snapshot inside a
+  // repository the user named); the error lists what is left.
+  std::vector<fs::path> outermost;
+  for (std::size_t i = 0; i < trusted.size(); ++i) {
+    bool covered = false;
+    for (std::size_t j = 0; j < trusted.size() && !covered; ++j) {
+      covered = lies_inside(trusted[i], trusted[j]) && (trusted[i] != trusted[j] || j < i);
+    }
+    if (!covered) outermost.push_back(trusted[i]);
+  }
+  trusted = std::move(outermost);
+
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
+  checkpoint.trusted_ = trusted;
   for (const std::string &file : index.value().files) {
-    auto resolved = resolve_inside(folder, file, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
+    auto resolved = resolve_inside(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
     if (!resolved) return resolved.error();
     auto safetensors = open_safetensors(resolved.value());
-    if (!safetensors) return safetensors.error();
+    if (!safetensors) {
+      // The cause names the real path; say which index entry led there.
+      Diagnostic failed = safetensors.error();
+      failed.cause = quoted_text(index_name) + ": shard " + quoted_text(file) + ": " + failed.cause;
+      return failed;
+    }
     checkpoint.shards_.push_back(Shard{file, resolved.value(), std::move(safetensors).value()});
   }
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();

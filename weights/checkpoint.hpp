@@ -1,7 +1,9 @@
 // Checkpoint: one safetensors file, or a folder of shards tied together by
-// model.safetensors.index.json (DESIGN 6.2). Opening reads headers only and
-// cross-checks the index against the shards both ways, so that afterwards
-// every tensor name resolves to exactly one (shard, tensor) pair.
+// model.safetensors.index.json (DESIGN 6.2), wherever users keep them: a
+// file, a folder, the index file itself, or a Hugging Face cache repository.
+// Opening reads headers only and cross-checks the index against the shards
+// both ways, so that afterwards every tensor name resolves to exactly one
+// (shard, tensor) pair.
 #pragma once
 
 #include <cstddef>
@@ -37,18 +39,33 @@ struct TensorRef {
 
 class Checkpoint {
  public:
-  // `path` is a .safetensors file, or a folder holding
-  //   model.safetensors.index.json (sharded), else model.safetensors, else
-  //   exactly one *.safetensors file.
-  // Sharded rules: every shard name is portable and stays inside the folder
-  // through symbolic links; every mapped tensor lies in the file the index
-  // names; every tensor of every shard is in the index; no tensor name lies
-  // in two shards; total_size only adds a note.
+  // `path` is one of
+  //   - a .safetensors file;
+  //   - an index file (a name ending in ".index.json"): its folder is the
+  //     checkpoint folder;
+  //   - a folder holding model.safetensors.index.json (sharded; files the
+  //     index does not name are ignored), else model.safetensors, else
+  //     exactly one *.safetensors file;
+  //   - a Hugging Face cache repository folder (is_cache_repository): the
+  //     snapshot of `revision` (default: what refs/main names) is the folder.
+  // `revision` applies to a cache repository only; anything else with a
+  // revision is refused.
+  // Sharded rules: every shard name is portable, and its real path (every
+  // symbolic link followed) lies in a trusted folder: the checkpoint folder,
+  // the folder that really holds the index file (its links followed), and a
+  // cache repository the user named; every shard is a regular file; every
+  // mapped tensor lies in the file the index names; every tensor of every
+  // shard is in the index; no tensor name lies in two shards; total_size
+  // only adds a note.
   // Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT or ROOTSPAN_ERR_IO, operation
   // "open_checkpoint", naming the files and tensors involved.
-  static Result<Checkpoint> open(const std::filesystem::path &path);
+  static Result<Checkpoint> open(const std::filesystem::path &path,
+                                 const std::optional<std::string> &revision = std::nullopt);
 
+  // The checkpoint folder: shard names are relative to it.
   const std::filesystem::path &folder() const { return folder_; }
+  // Canonical folders a shard's real path may lie in; empty unless sharded.
+  const std::vector<std::filesystem::path> &trusted_folders() const { return trusted_; }
   bool sharded() const { return index_.has_value(); }
   const std::optional<ShardIndex> &index() const { return index_; }
   const std::vector<Shard> &shards() const { return shards_; }
@@ -65,11 +82,19 @@ class Checkpoint {
  private:
   Checkpoint() = default;
   static Result<Checkpoint> open_single(const std::filesystem::path &file);
-  static Result<Checkpoint> open_sharded(const std::filesystem::path &folder);
+  // A folder's checkpoint: its index, model.safetensors, or its one
+  // *.safetensors file. `trusted` is passed on to open_sharded.
+  static Result<Checkpoint> open_folder(const std::filesystem::path &folder,
+                                        std::vector<std::filesystem::path> trusted);
+  // `index` names the shards relative to `folder`; `trusted` holds folders
+  // trusted beyond `folder` and the index's real folder (canonical).
+  static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::filesystem::path &index,
+                                         std::vector<std::filesystem::path> trusted);
   // Builds by_name_; fails when a name lies in two shards.
   Result<void> index_tensors();
 
   std::filesystem::path folder_;
+  std::vector<std::filesystem::path> trusted_;
   std::optional<ShardIndex> index_;
   std::vector<Shard> shards_;
   std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> by_name_;  // shard, tensor

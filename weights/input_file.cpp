@@ -38,10 +38,25 @@ InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<InputFile> InputFile::open(const std::filesystem::path &path, std::string operation) {
+namespace {
+
+// What a file that is not a regular file is, for causes.
+const char *file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a file";
+}
+
+}  // namespace
+
+Result<InputFile> InputFile::open(const std::filesystem::path &path, std::string operation,
+                                  rootspan_status not_regular) {
   int fd = -1;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     const int error = errno;
@@ -58,7 +73,8 @@ Result<InputFile> InputFile::open(const std::filesystem::path &path, std::string
   // A directory, FIFO or device has no stable size to check offsets against.
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return make_error(ROOTSPAN_ERR_IO, std::move(operation), quoted_text(path.string()) + ": not a regular file");
+    return make_error(not_regular, std::move(operation),
+                      quoted_text(path.string()) + ": not a regular file (it is " + file_kind(info.st_mode) + ")");
   }
   return InputFile(path, fd, static_cast<std::uint64_t>(info.st_size), std::move(operation));
 }
@@ -88,7 +104,7 @@ Result<void> InputFile::read_exact(std::span<std::byte> into, std::uint64_t offs
 
 Result<std::string> read_whole_file(const std::filesystem::path &path, std::uint64_t max_bytes,
                                     rootspan_status too_large_code, std::string operation) {
-  auto file = InputFile::open(path, operation);
+  auto file = InputFile::open(path, operation, too_large_code);
   if (!file) return file.error();
   const std::uint64_t size = file.value().size();
   if (size > max_bytes) {

@@ -16,10 +16,14 @@ namespace rootspan::weights {
 
 class InputFile {
  public:
-  // Opens `path` O_RDONLY | O_CLOEXEC and fstats the descriptor. Fails with
-  // ROOTSPAN_ERR_IO when it cannot be opened or is not a regular file.
-  // `operation` names the caller's operation in the diagnostic.
-  static Result<InputFile> open(const std::filesystem::path &path, std::string operation);
+  // Opens `path` O_RDONLY | O_CLOEXEC | O_NONBLOCK and fstats the
+  // descriptor: non-blocking, so that a FIFO or a device is refused instead
+  // of hanging the open (reads of a regular file never block on it). Fails
+  // with ROOTSPAN_ERR_IO when it cannot be opened, and with `not_regular`
+  // when it is not a regular file (the cause says what it is: a folder, a
+  // FIFO, ...). `operation` names the caller's operation in the diagnostic.
+  static Result<InputFile> open(const std::filesystem::path &path, std::string operation,
+                                rootspan_status not_regular = ROOTSPAN_ERR_IO);
 
   InputFile(InputFile &&other) noexcept;
   InputFile &operator=(InputFile &&other) noexcept;
@@ -47,7 +51,8 @@ class InputFile {
 };
 
 // Reads a whole small file (an index, a schema) into a string. A file larger
-// than `max_bytes` fails with `too_large_code` before anything is allocated.
+// than `max_bytes`, or one that is not a regular file, fails with
+// `too_large_code` before anything is allocated.
 Result<std::string> read_whole_file(const std::filesystem::path &path, std::uint64_t max_bytes,
                                     rootspan_status too_large_code, std::string operation);
 

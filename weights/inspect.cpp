@@ -19,8 +19,28 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
                          {"bytes", tensor.byte_length()}});
     }
   }
-  return {{"path", path.string()}, {"format", "safetensors"}, {"shards", shards}, {"metadata", metadata},
-          {"tensors", tensors},    {"notes", checkpoint.notes()}, {"valid", true}};
+  nlohmann::json document = {{"path", path.string()}, {"format", "safetensors"}, {"shards", shards},
+                             {"metadata", metadata},  {"tensors", tensors},      {"notes", checkpoint.notes()},
+                             {"valid", true}};
+  // The folder the shards are named from: for a cache repository, the snapshot.
+  document["folder"] = checkpoint.folder().string();
+  return document;
+}
+
+nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema) {
+  nlohmann::json components = nlohmann::json::array();
+  for (const ComponentPayload &payload : schema.payloads) {
+    components.push_back({{"id", payload.component_id()},
+                          {"role", role_name(payload.component().role)},
+                          {"sources", payload.external_names()},
+                          {"bytes", payload.total_bytes()},
+                          {"segments", payload.segments().size()}});
+  }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedComponent &component : schema.skipped) {
+    skipped.push_back({{"id", component.id}, {"reason", component.reason}});
+  }
+  return {{"path", schema_path.string()}, {"components", components}, {"skipped", skipped}};
 }
 
 }  // namespace rootspan::weights

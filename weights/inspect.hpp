@@ -5,9 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include "weights/checkpoint.hpp"
+#include "weights/resolve.hpp"
 
 namespace rootspan::weights {
 
 nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint);
+
+// A schema resolved against a checkpoint without loading it (`rootspan
+// inspect --schema`): {"path", "components": [{"id", "role", "sources",
+// "bytes", "segments"}], "skipped": [{"id", "reason"}]}.
+nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema);
 
 }  // namespace rootspan::weights

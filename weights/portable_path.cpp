@@ -33,8 +33,15 @@ std::string broken_rule(std::string_view name) {
   return {};
 }
 
-// `inner` lies in or below `outer`, both canonical: compared segment by
-// segment, so "/ckpt-evil" is not inside "/ckpt".
+// "\"a\", \"b\"".
+std::string folder_list(std::span<const std::filesystem::path> folders) {
+  std::string out;
+  for (const auto &folder : folders) out += (out.empty() ? "" : ", ") + quoted_text(folder.string());
+  return out;
+}
+
+}  // namespace
+
 bool lies_inside(const std::filesystem::path &inner, const std::filesystem::path &outer) {
   auto i = inner.begin();
   for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
@@ -43,8 +50,6 @@ bool lies_inside(const std::filesystem::path &inner, const std::filesystem::path
   }
   return true;
 }
-
-}  // namespace
 
 Result<void> check_portable_name(std::string_view name, rootspan_status code, std::string operation,
                                  std::string_view subject) {
@@ -58,27 +63,32 @@ Result<void> check_portable_name(std::string_view name, rootspan_status code, st
 }
 
 Result<std::filesystem::path> resolve_inside(const std::filesystem::path &folder, std::string_view name,
-                                             rootspan_status code, std::string operation, std::string_view subject) {
+                                             std::span<const std::filesystem::path> trusted, rootspan_status code,
+                                             std::string operation, std::string_view subject) {
   if (auto portable = check_portable_name(name, code, operation, subject); !portable) return portable.error();
+  const std::filesystem::path named = folder / std::string(name);
   std::error_code error;
-  const std::filesystem::path base = std::filesystem::weakly_canonical(folder, error);
-  if (error) {
-    return make_error(ROOTSPAN_ERR_IO, std::move(operation),
-                      quoted_text(folder.string()) + ": cannot resolve the checkpoint folder: " + error.message());
-  }
-  const std::filesystem::path target = std::filesystem::weakly_canonical(base / std::string(name), error);
-  if (error) {
+  const std::filesystem::path target = std::filesystem::weakly_canonical(named, error);
+  if (error && error != std::errc::too_many_symbolic_link_levels) {
     return make_error(
         ROOTSPAN_ERR_IO, std::move(operation),
         quoted_text(subject) + ": cannot resolve file name " + quoted_text(name) + ": " + error.message());
   }
-  if (!lies_inside(target, base)) {
+  if (error) {
+    // A loop of links, or a link chain too long to follow: nothing to open.
     return make_error(code, std::move(operation),
-                      quoted_text(subject) + ": file name " + quoted_text(name) +
-                          " leads out of the checkpoint folder " + quoted_text(base.string()) +
-                          " through a symbolic link, to " + quoted_text(target.string()));
+                      quoted_text(subject) + ": file name " + quoted_text(name) + " cannot be resolved (" +
+                          quoted_text(named.string()) + "): " + error.message() +
+                          "; replace the symbolic links with the files they should lead to");
   }
-  return target;
+  for (const auto &folder_ok : trusted) {
+    if (lies_inside(target, folder_ok)) return target;
+  }
+  return make_error(code, std::move(operation),
+                    quoted_text(subject) + ": file name " + quoted_text(name) +
+                        " leads out of the checkpoint's trusted folders (" + folder_list(trusted) +
+                        ") through a symbolic link, to " + quoted_text(target.string()) + "; copy the file into " +
+                        quoted_text(folder.string()) + ", or pass the folder that really holds the checkpoint's files");
 }
 
 }  // namespace rootspan::weights

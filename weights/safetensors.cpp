@@ -148,6 +148,30 @@ Result<void> check_header_length(std::uint64_t header_size, std::uint64_t file_s
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
+// A JSON document where a safetensors file was expected (most often a shard
+// index given as a shard): its first bytes are text opening an object or an
+// array, never a header length the limit allows.
+bool looks_like_json(std::span<const std::byte> prefix) {
+  for (const std::byte b : prefix) {
+    const char c = static_cast<char>(b);
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    return c == '{' || c == '[';
+  }
+  return false;
+}
+
+// A refused header length, said plainly when the file is JSON text; the
+// refusal's numbers stay.
+Diagnostic explain_header_length(Diagnostic refused, std::span<const std::byte> prefix, std::string_view file_name) {
+  if (!looks_like_json(prefix)) return refused;
+  const std::string named = quoted_text(file_name) + ": ";
+  const std::string detail = refused.cause.starts_with(named) ? refused.cause.substr(named.size()) : refused.cause;
+  refused.cause = named + "looks like a JSON file, not a safetensors file (read as safetensors, its " + detail +
+                  "); a shard index such as model.safetensors.index.json is not a shard: pass the index file "
+                  "itself, or the folder that holds it, as the checkpoint";
+  return refused;
+}
+
 Result<void> check_prefix_size(std::uint64_t file_size, const Failure &fail) {
   if (file_size < kSafetensorsPrefix) {
     return fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length",
@@ -240,7 +264,9 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
   const Failure fail{file_name};
   if (auto checked = check_prefix_size(file_bytes.size(), fail); !checked) return checked.error();
   const std::uint64_t header_size = read_le64(file_bytes.first(kSafetensorsPrefix));
-  if (auto checked = check_header_length(header_size, file_bytes.size(), fail); !checked) return checked.error();
+  if (auto checked = check_header_length(header_size, file_bytes.size(), fail); !checked) {
+    return explain_header_length(checked.error(), file_bytes.first(kSafetensorsPrefix), file_name);
+  }
   const auto header_bytes = file_bytes.subspan(kSafetensorsPrefix, static_cast<std::size_t>(header_size));
   const std::uint64_t data_size = file_bytes.size() - kSafetensorsPrefix - header_size;
   auto header = parse_safetensors_header(
@@ -252,7 +278,7 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
   const std::string file_name = path.string();
   const Failure fail{file_name};
-  auto file = InputFile::open(path, kOperation);
+  auto file = InputFile::open(path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
   if (!file) return file.error();
   const std::uint64_t file_size = file.value().size();
   if (auto checked = check_prefix_size(file_size, fail); !checked) return checked.error();
@@ -260,7 +286,9 @@ Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
   std::byte prefix[kSafetensorsPrefix];
   if (auto read = file.value().read_exact(prefix, 0); !read) return read.error();
   const std::uint64_t header_size = read_le64(prefix);
-  if (auto checked = check_header_length(header_size, file_size, fail); !checked) return checked.error();
+  if (auto checked = check_header_length(header_size, file_size, fail); !checked) {
+    return explain_header_length(checked.error(), prefix, file_name);
+  }
 
   // Only now, with N bounded by the limit and the file, is the header read.
   std::string header_json(static_cast<std::size_t>(header_size), '\0');

@@ -3,10 +3,14 @@
 #include <string_view>
 #include <unordered_map>
 #include <variant>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/c_api_support.hpp"
 #include "core/provider_choice.hpp"
 #include "rootspan/weights.h"
+#include "weights/component_selection.hpp"
 #include "weights/inspect.hpp"
 #include "weights/materialize.hpp"
 #include "weights/schema.hpp"
@@ -68,6 +72,37 @@ rootspan_component_info info_of(const weights::LoadedComponent &c) {
   return info;
 }
 
+// A C string option: NULL is "not given".
+std::optional<std::string> optional_string(const char *text) {
+  return text == nullptr ? std::nullopt : std::optional<std::string>(text);
+}
+
+// options.tensors as strings; a NULL array with a count, or a NULL entry, is
+// the caller's mistake.
+Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o) {
+  if (o.tensor_count != 0 && o.tensors == nullptr) {
+    return rootspan::make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        "options.tensors is NULL, but options.tensor_count is " + std::to_string(o.tensor_count));
+  }
+  std::vector<std::string> patterns;
+  for (std::size_t i = 0; i < o.tensor_count; ++i) {
+    if (o.tensors[i] == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.tensors[" + std::to_string(i) + "] is NULL");
+    }
+    patterns.emplace_back(o.tensors[i]);
+  }
+  return patterns;
+}
+
+// The schema a load or an inspection resolves: the file, or one component
+// per tensor.
+Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoint, const char *schema_path) {
+  if (schema_path != nullptr) return weights::load_component_schema(schema_path);
+  return weights::default_schema(checkpoint);
+}
+
 }  // namespace
 
 extern "C" {
@@ -86,12 +121,15 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     if (options != nullptr) o = read_struct(options);
     rootspan::Context &ctx = *context->context;
 
-    auto checkpoint = weights::Checkpoint::open(path);
+    auto patterns = tensor_patterns(o);
+    if (!patterns) return patterns.error();
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
     if (!checkpoint) return checkpoint.error();
-    auto schema = o.schema_path != nullptr ? weights::load_component_schema(o.schema_path)
-                                           : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
+    auto schema = schema_for(checkpoint.value(), o.schema_path);
     if (!schema) return schema.error();
-    auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
+    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+    if (!selected) return selected.error();
+    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
     if (!resolved) return resolved.error();
     auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
     if (!provider) return provider.error();
@@ -102,8 +140,12 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
-        const rootspan_load_progress progress{sizeof(rootspan_load_progress), p.component->c_str(),
-                                              p.component_index, p.component_count, p.bytes_done, p.bytes_total};
+        const rootspan_load_progress progress{sizeof(rootspan_load_progress),
+                                              p.component->c_str(),
+                                              p.component_index,
+                                              p.component_count,
+                                              p.bytes_done,
+                                              p.bytes_total};
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
@@ -129,6 +171,9 @@ rootspan_status rootspan_weights_component(const rootspan_weights *weights, size
   if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
   write_struct(info, info_of(weights->result.components[index]));
+  const weights::LoadedComponent &c = weights->result.components[index];
+  write_struct(info, rootspan_component_info{sizeof(rootspan_component_info), c.id.c_str(), handle_of(c.root), c.bytes,
+                                             c.segments, c.zero_copy ? 1 : 0});
   return ROOTSPAN_OK;
 }
 
@@ -192,12 +237,30 @@ rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error 
 }
 
 rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error) {
-  if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
+  return rootspan_checkpoint_inspect_with_options(path, nullptr, json, error);
+}
+
+rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const rootspan_inspect_options *options,
+                                                         char **json, rootspan_error **error) {
+  if (path == nullptr || json == nullptr || (options != nullptr && !has_size(options, options->struct_size))) {
+    return invalid(error, "open_checkpoint", "path or json is NULL, or options.struct_size is too small");
+  }
   *json = nullptr;
   return guarded(error, "open_checkpoint", [&]() -> Result<void> {
-    auto checkpoint = weights::Checkpoint::open(path);
+    rootspan_inspect_options o{};
+    o.struct_size = sizeof o;
+    if (options != nullptr) o = read_struct(options);
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
     if (!checkpoint) return checkpoint.error();
-    const std::string text = weights::describe_checkpoint(path, checkpoint.value()).dump();
+    nlohmann::json document = weights::describe_checkpoint(path, checkpoint.value());
+    if (o.schema_path != nullptr) {
+      auto schema = weights::load_component_schema(o.schema_path);
+      if (!schema) return schema.error();
+      auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
+      if (!resolved) return resolved.error();
+      document["schema"] = weights::describe_resolved_schema(o.schema_path, resolved.value());
+    }
+    const std::string text = document.dump();
     *json = static_cast<char *>(std::malloc(text.size() + 1));
     if (*json == nullptr) throw std::bad_alloc();
     std::memcpy(*json, text.c_str(), text.size() + 1);

@@ -1,7 +1,8 @@
 /* rootspan/weights.h — loading model weights into provider memory (DESIGN 6).
  *
- * A checkpoint (one safetensors file, or a folder of shards with
- * model.safetensors.index.json) is validated against a component schema (or
+ * A checkpoint (one safetensors file; a folder of shards with
+ * model.safetensors.index.json, or that index file itself; or a Hugging Face
+ * cache repository folder, models--org--name) is validated against a component schema (or
  * the default one: one component per tensor), then every component becomes
  * one root of a provider: zero-copy over the mapped file on the host where
  * the bytes allow it, otherwise copied in order with pread, or uploaded
@@ -47,14 +48,23 @@ typedef struct rootspan_load_options {
   rootspan_load_strategy strategy;
   rootspan_load_progress_fn progress; /* may be NULL */
   void *progress_context;
+  /* Fields below were added later; an older caller's struct_size leaves them NULL. */
+  const char *const *tensors; /* tensor_count shell-style globs over component ids: load only matching components;
+                                 borrowed for the call; NULL/0: all */
+  size_t tensor_count;
+  const char *revision; /* for a Hugging Face cache repository folder: the branch, tag or commit whose snapshot to
+                           load; borrowed for the call; NULL: the one refs/main names */
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD progress_context
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD revision
 
 /* The components a load made. Owns their roots until rootspan_weights_free. */
 typedef struct rootspan_weights rootspan_weights;
 
-/* Opens and validates the checkpoint and schema, then loads every component.
- * On failure no root is left and *weights stays NULL. */
+/* Opens and validates the checkpoint and schema, then loads every component
+ * (with options->tensors, every component whose id matches one of them; the
+ * others are not loaded and not reported as skipped). A pattern that matches
+ * no component fails with ROOTSPAN_ERR_NOT_FOUND naming it. On failure no
+ * root is left and *weights stays NULL. */
 ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
                                                    const rootspan_load_options *options, rootspan_weights **weights,
                                                    rootspan_error **error);
@@ -130,6 +140,24 @@ ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, ro
  * rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error);
 ROOTSPAN_API void rootspan_string_free(char *string);
+
+typedef struct rootspan_inspect_options {
+  size_t struct_size;
+  const char *schema_path; /* a component schema to validate against the checkpoint, or NULL; borrowed for the call */
+  const char *revision;    /* for a Hugging Face cache repository folder: the branch, tag or commit whose snapshot to
+                              inspect; borrowed for the call; NULL: the one refs/main names */
+} rootspan_inspect_options;
+#define ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD revision
+
+/* rootspan_checkpoint_inspect with options (NULL: none). With schema_path,
+ * every component is resolved against the checkpoint without loading
+ * anything, and the document gains "schema": {"path", "components": [{"id",
+ * "role", "sources", "bytes", "segments"}] (those a load would load),
+ * "skipped": [{"id", "reason"}]}; a schema that breaks a rule fails as a load
+ * would (ROOTSPAN_ERR_INVALID_SCHEMA or ROOTSPAN_ERR_INVALID_PAYLOAD). */
+ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect_with_options(const char *path,
+                                                                      const rootspan_inspect_options *options,
+                                                                      char **json, rootspan_error **error);
 
 #ifdef __cplusplus
 }

@@ -274,7 +274,7 @@ TEST(ShardedCheckpoint, ASymbolicLinkMustNotLeadOutOfTheFolder) {
   std::string index = index_json({{"embed", "link.safetensors"}, {"layer.0", "link.safetensors"}});
   dir.write_text("ckpt/model.safetensors.index.json", index);
   EXPECT_TRUE(FailsWith(Checkpoint::open(folder), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"file name \"link.safetensors\" leads out of the checkpoint folder", "secret.safetensors"}));
+                        {"file name \"link.safetensors\" leads out of the checkpoint's trusted folders", "secret.safetensors"}));
 
   // Through a linked folder, and through a relative link to a sibling.
   fs::create_directory_symlink(outside.path(), folder / "sub");

@@ -1,0 +1,299 @@
+// The checkpoint options of weights.h, as an embedding program sees them:
+// rootspan_load_options.tensors (subsets), .revision (Hugging Face cache
+// repositories), and rootspan_checkpoint_inspect_with_options (a schema
+// validated without loading anything).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
+#include "materialize_support.hpp"
+
+namespace mtest {
+namespace {
+
+class CheckpointOptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rootspan_error *raw = nullptr;
+    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    a_ = write_safetensors(dir_, "a.safetensors", {{"model.layers.0.up", "F32", {8}}, {"model.embed", "F32", {4}}}, 5);
+    b_ = write_safetensors(dir_, "b.safetensors", {{"model.layers.1.up", "F32", {8}}, {"lm_head", "F32", {2}}}, 6);
+    write_index(dir_, {{"a.safetensors", &a_}, {"b.safetensors", &b_}});
+  }
+
+  void TearDown() override {
+    free_weights();
+    std::uint64_t live = 0;
+    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
+    EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
+  }
+
+  void free_weights() {
+    if (weights_ != nullptr) EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    weights_ = nullptr;
+  }
+
+  static rootspan_load_options options() {
+    rootspan_load_options o{};
+    o.struct_size = sizeof o;
+    o.provider = "host";
+    return o;
+  }
+
+  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
+    free_weights();
+    rootspan_error *raw = nullptr;
+    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
+    error_.reset(raw);
+    if (status != ROOTSPAN_OK) EXPECT_EQ(weights_, nullptr) << "weights set on failure";
+    return status;
+  }
+
+  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
+
+  std::vector<std::string> loaded_ids() const {
+    std::size_t n = 0;
+    EXPECT_EQ(rootspan_weights_component_count(weights_, &n), ROOTSPAN_OK);
+    std::vector<std::string> ids;
+    for (std::size_t i = 0; i < n; ++i) {
+      rootspan_component_info info{};
+      info.struct_size = sizeof info;
+      EXPECT_EQ(rootspan_weights_component(weights_, i, &info), ROOTSPAN_OK);
+      ids.emplace_back(info.id);
+    }
+    return ids;
+  }
+
+  std::size_t skipped_count() const {
+    std::size_t n = 0;
+    EXPECT_EQ(rootspan_weights_skipped_count(weights_, &n), ROOTSPAN_OK);
+    return n;
+  }
+
+  std::size_t live_roots() const { return context_->context->live_roots(); }
+
+  // rootspan_checkpoint_inspect_with_options; the document, or null with
+  // error_ set.
+  nlohmann::json inspect(const fs::path &path, const rootspan_inspect_options *o) {
+    char *text = nullptr;
+    rootspan_error *raw = nullptr;
+    const rootspan_status status = rootspan_checkpoint_inspect_with_options(path.c_str(), o, &text, &raw);
+    error_.reset(raw);
+    if (status != ROOTSPAN_OK) {
+      EXPECT_EQ(text, nullptr);
+      return nullptr;
+    }
+    nlohmann::json document = nlohmann::json::parse(text);
+    rootspan_string_free(text);
+    return document;
+  }
+
+  TempDir dir_;
+  WrittenFile a_;
+  WrittenFile b_;
+  rootspan_context *context_ = nullptr;
+  rootspan_weights *weights_ = nullptr;
+  ErrorPtr error_;
+};
+
+// Fields are only ever appended: the new ones come after progress_context,
+// revision last.
+static_assert(offsetof(rootspan_load_options, tensors) > offsetof(rootspan_load_options, progress_context));
+static_assert(offsetof(rootspan_load_options, tensor_count) > offsetof(rootspan_load_options, tensors));
+static_assert(offsetof(rootspan_load_options, revision) > offsetof(rootspan_load_options, tensor_count));
+static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
+              offsetof(rootspan_load_options, revision));
+static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
+              offsetof(rootspan_inspect_options, revision));
+
+// ---- tensors ----------------------------------------------------------------
+
+TEST_F(CheckpointOptionsTest, TensorPatternsLoadOnlyTheComponentsTheyMatch) {
+  const char *patterns[] = {"model.layers.*", "lm_head"};
+  rootspan_load_options o = options();
+  o.tensors = patterns;
+  o.tensor_count = 2;
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  // In schema order (the default schema sorts by name); the rest are not
+  // loaded and not reported as skipped.
+  EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"lm_head", "model.layers.0.up", "model.layers.1.up"}));
+  EXPECT_EQ(skipped_count(), 0u);
+  EXPECT_EQ(live_roots(), 3u);
+  // tensor_count 0: everything, whatever tensors points at.
+  o.tensor_count = 0;
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(loaded_ids().size(), 4u);
+}
+
+TEST_F(CheckpointOptionsTest, TensorPatternsApplyToSchemaComponentIds) {
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("up", "packed_values", {"model.layers.0.up", "model.layers.1.up"}, {2, 8}, "F32"),
+                   dense_component("embed", "values", {"model.embed"}, {4}, "F32"),
+                   dense_component("k", "values", {"absent"}, {4}, "F32")}));
+  const char *patterns[] = {"u?"};
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  o.tensors = patterns;
+  o.tensor_count = 1;
+  // "k" is required and its source is missing, but it is not selected: the
+  // load succeeds without it.
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"up"}));
+  EXPECT_EQ(skipped_count(), 0u);
+}
+
+TEST_F(CheckpointOptionsTest, APatternThatMatchesNothingFailsNamingItAndLoadsNothing) {
+  const char *patterns[] = {"model.*", "model.layer.2*"};
+  rootspan_load_options o = options();
+  o.tensors = patterns;
+  o.tensor_count = 2;
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_ERR_NOT_FOUND) << message();
+  EXPECT_STREQ(rootspan_error_operation(error_.get()), "select_components");
+  EXPECT_NE(message().find("tensor pattern \"model.layer.2*\" matches no component id"), std::string::npos)
+      << message();
+  EXPECT_NE(message().find("\"lm_head\""), std::string::npos) << message();
+  EXPECT_EQ(live_roots(), 0u);
+}
+
+TEST_F(CheckpointOptionsTest, NullPatternsAreInvalidArguments) {
+  rootspan_load_options o = options();
+  o.tensor_count = 1;  // and tensors NULL
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_ERR_INVALID_ARGUMENT) << message();
+  EXPECT_NE(message().find("options.tensors is NULL, but options.tensor_count is 1"), std::string::npos) << message();
+  const char *patterns[] = {"lm_head", nullptr};
+  o.tensors = patterns;
+  o.tensor_count = 2;
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_ERR_INVALID_ARGUMENT) << message();
+  EXPECT_NE(message().find("options.tensors[1] is NULL"), std::string::npos) << message();
+  EXPECT_EQ(live_roots(), 0u);
+}
+
+TEST_F(CheckpointOptionsTest, ACallerWithTheOlderStructLoadsEverything) {
+  // A caller compiled before tensors existed: its struct ends at
+  // progress_context, and the bytes after it are never read.
+  struct {
+    rootspan_load_options options;
+    char garbage[64];
+  } old{};
+  old.options = options();
+  old.options.struct_size = offsetof(rootspan_load_options, tensors);
+  std::memset(old.garbage, 0xA5, sizeof old.garbage);
+  std::memset(reinterpret_cast<char *>(&old.options) + old.options.struct_size, 0xA5,
+              sizeof(rootspan_load_options) - old.options.struct_size);
+  ASSERT_EQ(load(dir_.path(), old.options), ROOTSPAN_OK) << message();
+  EXPECT_EQ(loaded_ids().size(), 4u);
+}
+
+// ---- revision -----------------------------------------------------------------
+
+TEST_F(CheckpointOptionsTest, ARevisionPicksTheSnapshotOfACacheRepository) {
+  // models--org--name with two snapshots: refs/main names the first.
+  const fs::path repo = dir_.path() / "models--org--name";
+  write_safetensors(dir_, "models--org--name/blobs/one", {{"w", "F32", {4}}}, 1);
+  write_safetensors(dir_, "models--org--name/blobs/two", {{"w", "F32", {4}}, {"extra", "F32", {2}}}, 2);
+  dir_.write_text("models--org--name/refs/main", "c1\n");
+  for (const auto &[commit, blob] : {std::pair{"c1", "one"}, std::pair{"c2", "two"}}) {
+    fs::create_directories(repo / "snapshots" / commit);
+    fs::create_symlink(fs::path("../../blobs") / blob, repo / "snapshots" / commit / "model.safetensors");
+  }
+  rootspan_load_options o = options();
+  ASSERT_EQ(load(repo, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"w"}));
+  o.revision = "c2";
+  ASSERT_EQ(load(repo, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"extra", "w"}));
+  o.revision = "../c2";
+  ASSERT_EQ(load(repo, o), ROOTSPAN_ERR_INVALID_CHECKPOINT) << message();
+  EXPECT_NE(message().find("'..'"), std::string::npos) << message();
+  EXPECT_NE(message().find("snapshots: \"c1\", \"c2\""), std::string::npos) << message();
+  EXPECT_EQ(live_roots(), 0u);
+
+  rootspan_inspect_options i{};
+  i.struct_size = sizeof i;
+  i.revision = "c2";
+  const nlohmann::json document = inspect(repo, &i);
+  ASSERT_FALSE(document.is_null()) << message();
+  EXPECT_EQ(document["tensors"].size(), 2u);
+  EXPECT_EQ(document["folder"], (repo / "snapshots" / "c2").string());
+}
+
+// ---- inspect with a schema -----------------------------------------------------
+
+TEST_F(CheckpointOptionsTest, InspectValidatesASchemaWithoutLoading) {
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("up", "packed_values", {"model.layers.0.up", "model.layers.1.up"}, {2, 8}, "F32"),
+                   dense_component("k.scales", "scales", {"absent"}, {4}, "F16", /*required=*/false)}));
+  rootspan_inspect_options o{};
+  o.struct_size = sizeof o;
+  o.schema_path = schema.c_str();
+  const nlohmann::json document = inspect(dir_.path(), &o);
+  ASSERT_FALSE(document.is_null()) << message();
+  EXPECT_EQ(live_roots(), 0u);
+  EXPECT_EQ(document["valid"], true);
+  EXPECT_EQ(document["tensors"].size(), 4u);
+  const nlohmann::json &s = document["schema"];
+  EXPECT_EQ(s["path"], schema.string());
+  ASSERT_EQ(s["components"].size(), 1u);
+  EXPECT_EQ(s["components"][0]["id"], "up");
+  EXPECT_EQ(s["components"][0]["role"], "packed_values");
+  EXPECT_EQ(s["components"][0]["sources"], (std::vector<std::string>{"model.layers.0.up", "model.layers.1.up"}));
+  EXPECT_EQ(s["components"][0]["bytes"], 64u);
+  EXPECT_EQ(s["components"][0]["segments"], 2u);
+  ASSERT_EQ(s["skipped"].size(), 1u);
+  EXPECT_EQ(s["skipped"][0]["id"], "k.scales");
+  EXPECT_NE(s["skipped"][0]["reason"].get<std::string>().find("\"absent\""), std::string::npos);
+
+  // Without options, or without a schema, there is no "schema".
+  EXPECT_FALSE(inspect(dir_.path(), nullptr).contains("schema"));
+  o.schema_path = nullptr;
+  EXPECT_FALSE(inspect(dir_.path(), &o).contains("schema"));
+}
+
+TEST_F(CheckpointOptionsTest, InspectFailsOnABrokenSchemaAsALoadWould) {
+  const fs::path mismatch =
+      dir_.write_text("mismatch.json", schema_json({dense_component("e", "values", {"model.embed"}, {5}, "F32")}));
+  const fs::path required =
+      dir_.write_text("required.json", schema_json({dense_component("q", "values", {"model.q"}, {4}, "F32")}));
+  const fs::path broken = dir_.write_text("broken.json", "{\"schema_version\": \"1.0.0\"}");
+  rootspan_inspect_options o{};
+  o.struct_size = sizeof o;
+  o.schema_path = mismatch.c_str();
+  EXPECT_TRUE(inspect(dir_.path(), &o).is_null());
+  EXPECT_EQ(rootspan_error_code(error_.get()), ROOTSPAN_ERR_INVALID_PAYLOAD) << message();
+  EXPECT_NE(message().find("\"e\""), std::string::npos) << message();
+  o.schema_path = required.c_str();
+  EXPECT_TRUE(inspect(dir_.path(), &o).is_null());
+  EXPECT_EQ(rootspan_error_code(error_.get()), ROOTSPAN_ERR_INVALID_PAYLOAD) << message();
+  EXPECT_NE(message().find("\"model.q\""), std::string::npos) << message();
+  o.schema_path = broken.c_str();
+  EXPECT_TRUE(inspect(dir_.path(), &o).is_null());
+  EXPECT_EQ(rootspan_error_code(error_.get()), ROOTSPAN_ERR_INVALID_SCHEMA) << message();
+}
+
+TEST_F(CheckpointOptionsTest, InspectRejectsNullsAndAShortStruct) {
+  char *text = nullptr;
+  rootspan_error *raw = nullptr;
+  rootspan_inspect_options o{};
+  o.struct_size = 1;
+  EXPECT_EQ(rootspan_checkpoint_inspect_with_options(dir_.path().c_str(), &o, &text, &raw),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(rootspan_error_message(raw)).find("struct_size"), std::string::npos);
+  rootspan_error_free(raw);
+  raw = nullptr;
+  EXPECT_EQ(rootspan_checkpoint_inspect_with_options(nullptr, nullptr, &text, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  rootspan_error_free(raw);
+  EXPECT_EQ(rootspan_checkpoint_inspect_with_options(dir_.path().c_str(), nullptr, nullptr, nullptr),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(text, nullptr);
+}
+
+}  // namespace
+}  // namespace mtest
