@@ -171,9 +171,6 @@ rootspan_status rootspan_weights_component(const rootspan_weights *weights, size
   if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
   write_struct(info, info_of(weights->result.components[index]));
-  const weights::LoadedComponent &c = weights->result.components[index];
-  write_struct(info, rootspan_component_info{sizeof(rootspan_component_info), c.id.c_str(), handle_of(c.root), c.bytes,
-                                             c.segments, c.zero_copy ? 1 : 0});
   return ROOTSPAN_OK;
 }
 
