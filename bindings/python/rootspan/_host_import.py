@@ -22,10 +22,10 @@ class _PyBuffer(ctypes.Structure):
 _PYBUF_SIMPLE = 0  # contiguous bytes, or the exporter refuses
 _PYBUF_WRITABLE = 1
 
-_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer = ctypes.pythonapi["PyObject_GetBuffer"]
 _get_buffer.argtypes = [ctypes.py_object, POINTER(_PyBuffer), c_int]
 _get_buffer.restype = c_int
-_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer = ctypes.pythonapi["PyBuffer_Release"]
 _release_buffer.argtypes = [POINTER(_PyBuffer)]
 _release_buffer.restype = None
 
@@ -45,7 +45,7 @@ def _deleter(context, data):
 
 
 _DELETER = _abi.HOST_DELETER(_deleter)
-ctypes.pythonapi.Py_IncRef(ctypes.py_object(_DELETER))  # may run during interpreter teardown
+ctypes.pythonapi["Py_IncRef"](ctypes.py_object(_DELETER))  # may run during interpreter teardown
 
 
 def _alignment(address):

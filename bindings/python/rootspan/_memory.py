@@ -43,6 +43,7 @@ class _Lease:
                 state.lib.rootspan_unmap(mapping)
                 if self.own_claim:
                     self.claim._release_quietly()
+                state.after_release(self.claim.root)
 
     def __del__(self):
         try:

@@ -69,6 +69,14 @@ class _ContextState:
         if self.handle is None or self.closing:
             raise ValueError(f"{operation}: the context is closed")
 
+    def after_release(self, root):
+        """A claim or mapping went: finish a close that was waiting for it."""
+        owner = root._owner
+        if owner is not None and owner.pending:
+            owner.free_quietly()
+        if self.closing and self.leases == 0:
+            self.destroy()
+
     def destroy(self):
         """Frees the open weights and destroys the context; returns the roots that were still live."""
         with self.lock:
@@ -76,6 +84,7 @@ class _ContextState:
                 return 0
             for weights in list(self.weights):
                 weights.free_quietly()
+                weights.handle = None  # still claimed by hand: the context releases its roots below
             live = ctypes.c_uint64()
             self.lib.rootspan_context_destroy(self.handle, ctypes.byref(live))
             self.handle = None
@@ -165,6 +174,20 @@ class Context:
             self.close()
         except errors.BusyError:
             self._state.closing = True
+
+    def __del__(self):
+        # Garbage: nothing refers to the context or its roots any more, only
+        # memory handed out may; the last of it finishes the close.
+        state = getattr(self, "_state", None)
+        if state is None:
+            return
+        try:
+            with state.lock:
+                state.closing = True
+                if state.leases == 0:
+                    state.destroy()
+        except Exception:
+            pass
 
     def _live(self, operation):
         self._state.require_open(operation)

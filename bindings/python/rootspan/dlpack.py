@@ -116,14 +116,15 @@ def _versioned_deleter(address):
         pass
 
 
+# private function objects: ctypes.pythonapi.X is shared, and others may retype it
 _api = ctypes.pythonapi
-_capsule_new = _api.PyCapsule_New
+_capsule_new = _api["PyCapsule_New"]
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [c_void_p, c_void_p, c_void_p]
-_capsule_name = _api.PyCapsule_GetName
+_capsule_name = _api["PyCapsule_GetName"]
 _capsule_name.restype = c_char_p
 _capsule_name.argtypes = [c_void_p]
-_capsule_pointer = _api.PyCapsule_GetPointer
+_capsule_pointer = _api["PyCapsule_GetPointer"]
 _capsule_pointer.restype = c_void_p
 _capsule_pointer.argtypes = [c_void_p, c_char_p]
 
@@ -142,7 +143,7 @@ def _capsule_destructor(capsule):
 
 def _immortal(obj):
     """Keeps obj alive to the very end: deleters and capsule names may be used during interpreter teardown."""
-    _api.Py_IncRef(ctypes.py_object(obj))
+    _api["Py_IncRef"](ctypes.py_object(obj))
     return obj
 
 

@@ -334,12 +334,14 @@ class Claim:
         with self._state.lock:
             errors.check(self._state.lib, self._state.lib.rootspan_claim_release, handle)
             self._handle = None
+            self._state.after_release(self.root)
 
     def _release_quietly(self):
         with self._state.lock:
             if self._handle is not None and self._state.handle is not None:
                 if self._state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
                     self._handle = None
+                    self._state.after_release(self.root)
 
     def __enter__(self):
         return self

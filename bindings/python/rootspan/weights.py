@@ -32,6 +32,7 @@ class _WeightsState:
     def __init__(self, context, handle):
         self.context_state = context._state
         self.handle = handle
+        self.pending = False  # a close waits for the last claim on a component
         context._state.weights.add(self)
 
     def free(self):
@@ -200,6 +201,7 @@ class Weights(collections.abc.Mapping):
         if exc_type is None:
             self.close()
         else:  # an exception is unwinding: free now if nothing holds a component, else when the last one goes
+            self._wstate.pending = True
             self._wstate.free_quietly()
 
     def __repr__(self):
