@@ -63,6 +63,25 @@ int draw_progress(void *, const rootspan_load_progress *p) {
   return 0;
 }
 
+// The encoding as a component schema writes it.
+nlohmann::json encoding_json(const rootspan_component_info &info) {
+  if (info.encoding == ROOTSPAN_ENCODING_BLOCK_QUANTIZED) {
+    const nlohmann::json blocks = {{"format_id", info.format_id},
+                                   {"values_per_block", info.values_per_block},
+                                   {"bytes_per_block", info.bytes_per_block}};
+    return {{"block_quantized", blocks}};
+  }
+  const nlohmann::json dense = {{"element_type", rootspan_dtype_name(info.dtype)}};
+  return {{"dense", dense}};
+}
+
+// "[64,32]", "[]" for a scalar.
+std::string shape_text(const nlohmann::json &shape) {
+  std::string text = "[";
+  for (const auto &d : shape) text += (text.size() > 1 ? "," : "") + std::to_string(d.get<std::uint64_t>());
+  return text + "]";
+}
+
 }  // namespace
 
 int run_load(std::vector<std::string> args) {
@@ -113,7 +132,12 @@ int run_load(std::vector<std::string> args) {
                         {"segments", info.segments},
                         {"zero_copy", info.zero_copy != 0},
                         {"key", {{"domain", root.key.domain}, {"local", root.key.local}}},
-                        {"sha256", nullptr}};
+                        {"sha256", nullptr},
+                        {"read_only", info.read_only != 0},
+                        {"role", rootspan_role_name(info.role)},
+                        {"dtype", rootspan_dtype_name(info.dtype)},
+                        {"shape", std::vector<std::uint64_t>(info.shape, info.shape + info.rank)},
+                        {"encoding", encoding_json(info)}};
     if (load.verify) {
       char hex[65];
       rootspan_error *verify_error = nullptr;
@@ -136,21 +160,25 @@ int run_load(std::vector<std::string> args) {
     skipped.push_back({{"id", id}, {"reason", reason}});
   }
   const double gb_per_s = seconds > 0 ? static_cast<double>(total) / seconds / 1e9 : 0.0;
-  const nlohmann::json document = {{"provider", rootspan_weights_provider(raw)}, {"device", load.device},
-                                   {"components", components},                 {"skipped", skipped},
-                                   {"total_bytes", total},                     {"seconds", seconds},
+  const nlohmann::json document = {{"provider", rootspan_weights_provider(raw)},
+                                   {"device", load.device},
+                                   {"components", components},
+                                   {"skipped", skipped},
+                                   {"total_bytes", total},
+                                   {"seconds", seconds},
                                    {"gb_per_s", gb_per_s}};
   if (options.json) {
     print_json(document);
   } else {
     std::printf("loaded %zu components into provider %s, device %u\n", count, rootspan_weights_provider(raw),
                 load.device);
-    std::printf("%-40s %12s %8s %-10s %-14s%s\n", "COMPONENT", "BYTES", "SEGMENTS", "PLACEMENT", "KEY",
-                load.verify ? " SHA-256" : "");
+    std::printf("%-40s %-6s %-16s %12s %8s %-10s %-14s%s\n", "COMPONENT", "DTYPE", "SHAPE", "BYTES", "SEGMENTS",
+                "PLACEMENT", "KEY", load.verify ? " SHA-256" : "");
     for (const auto &c : components) {
       const std::string key = "(" + std::to_string(c["key"]["domain"].get<std::uint64_t>()) + "," +
                               std::to_string(c["key"]["local"].get<std::uint64_t>()) + ")";
-      std::printf("%-40s %12llu %8llu %-10s %-14s%s%s\n", c["id"].get<std::string>().c_str(),
+      std::printf("%-40s %-6s %-16s %12llu %8llu %-10s %-14s%s%s\n", c["id"].get<std::string>().c_str(),
+                  c["dtype"].get<std::string>().c_str(), shape_text(c["shape"]).c_str(),
                   static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
                   static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()),
                   c["zero_copy"].get<bool>() ? "zero-copy" : "copied", key.c_str(), load.verify ? " " : "",

@@ -98,7 +98,15 @@ class LoadRun {
     progress_.component = &payload.component_id();
     progress_.component_index = index;
     progress_.component_count = count;
-    LoadedComponent loaded{payload.component_id(), nullptr, payload.total_bytes(), payload.segments().size(), false};
+    const ComponentSpec &spec = payload.component();
+    LoadedComponent loaded;
+    loaded.id = payload.component_id();
+    loaded.bytes = payload.total_bytes();
+    loaded.segments = payload.segments().size();
+    loaded.role = spec.role;
+    loaded.encoding = spec.encoding;
+    loaded.dtype = spec.physical_element_type().dtype;
+    loaded.dimensions = spec.dimensions;
     const bool host = provider_->table().map_write != nullptr && provider_->kind() == "host";
     if (host && options_.strategy == Strategy::kMmap) {
       auto zero_copy = try_zero_copy(payload);
@@ -106,6 +114,7 @@ class LoadRun {
       if (zero_copy.value() != nullptr) {
         loaded.root = zero_copy.value();
         loaded.zero_copy = true;
+        loaded.read_only = loaded.root->read_only;
         BOOST_OUTCOME_TRY(advance(payload.total_bytes()));
         return loaded;
       }
@@ -115,6 +124,7 @@ class LoadRun {
     loaded.root = root.value();
     auto copied = host_access(*loaded.root) ? read_into_mapping(payload, *loaded.root) : upload(payload, *loaded.root);
     if (!copied) return error_in(payload, copied.error());
+    loaded.read_only = loaded.root->read_only;
     return loaded;
   }
 

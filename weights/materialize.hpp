@@ -38,12 +38,19 @@ struct LoadOptions {
   std::uint64_t staging_bytes = 8ull << 20;  // per staging buffer, for providers without host access
 };
 
+// One component as loaded: its root and what an embedder needs to read it
+// (role, encoding, element type and dimensions as the schema gives them).
 struct LoadedComponent {
   std::string id;
   Root *root = nullptr;
   std::uint64_t bytes = 0;
   std::size_t segments = 0;
   bool zero_copy = false;
+  bool read_only = false;  // the root's memory must not be written (a file region)
+  ComponentRole role = ComponentRole::kValues;
+  Encoding encoding = DenseEncoding{};
+  rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;  // the physical element type: U8 for block-quantized bytes
+  std::vector<std::uint64_t> dimensions;       // for block-quantized bytes, the block grid
 };
 
 struct LoadResult {

@@ -1,5 +1,9 @@
 // The extern "C" entry points of weights.h.
 #include <cstdlib>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
 
 #include "core/c_api_support.hpp"
 #include "rootspan/weights.h"
@@ -10,6 +14,16 @@
 struct rootspan_weights {
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
+  std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
+
+  rootspan_weights(rootspan::Context *c, rootspan::weights::LoadResult r) : context(c), result(std::move(r)) {
+    reindex();
+  }
+  // After result.components changed (a release that kept some roots).
+  void reindex() {
+    index_of_id.clear();
+    for (std::size_t i = 0; i < result.components.size(); ++i) index_of_id.emplace(result.components[i].id, i);
+  }
 };
 
 namespace {
@@ -35,13 +49,47 @@ Result<std::string> choose_provider(const rootspan::Context &context, const char
   return best->name;
 }
 
+// The C roles are the schema roles in the same order; these pin it.
+using weights::ComponentRole;
+static_assert(static_cast<int>(ComponentRole::kValues) == ROOTSPAN_ROLE_VALUES);
+static_assert(static_cast<int>(ComponentRole::kPackedValues) == ROOTSPAN_ROLE_PACKED_VALUES);
+static_assert(static_cast<int>(ComponentRole::kScales) == ROOTSPAN_ROLE_SCALES);
+static_assert(static_cast<int>(ComponentRole::kZeroPoints) == ROOTSPAN_ROLE_ZERO_POINTS);
+static_assert(static_cast<int>(ComponentRole::kIndices) == ROOTSPAN_ROLE_INDICES);
+static_assert(static_cast<int>(ComponentRole::kPermutation) == ROOTSPAN_ROLE_PERMUTATION);
+static_assert(static_cast<int>(ComponentRole::kCodebook) == ROOTSPAN_ROLE_CODEBOOK);
+static_assert(static_cast<int>(ComponentRole::kMetadata) == ROOTSPAN_ROLE_METADATA);
+
+rootspan_component_info info_of(const weights::LoadedComponent &c) {
+  rootspan_component_info info{};
+  info.struct_size = sizeof info;
+  info.id = c.id.c_str();
+  info.root = handle_of(c.root);
+  info.byte_length = c.bytes;
+  info.segments = c.segments;
+  info.zero_copy = c.zero_copy ? 1 : 0;
+  info.read_only = c.read_only ? 1 : 0;
+  info.dtype = c.dtype;
+  info.role = static_cast<rootspan_component_role>(c.role);
+  if (const auto *blocks = std::get_if<weights::BlockQuantizedEncoding>(&c.encoding)) {
+    info.encoding = ROOTSPAN_ENCODING_BLOCK_QUANTIZED;
+    info.format_id = blocks->format_id.c_str();
+    info.values_per_block = blocks->values_per_block;
+    info.bytes_per_block = blocks->bytes_per_block;
+  } else {
+    info.encoding = ROOTSPAN_ENCODING_DENSE;
+  }
+  info.rank = static_cast<std::uint32_t>(c.dimensions.size());
+  info.shape = c.dimensions.empty() ? nullptr : c.dimensions.data();
+  return info;
+}
+
 }  // namespace
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
-                                      const rootspan_load_options *options, rootspan_weights **out,
-                                      rootspan_error **error) {
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
+                                      rootspan_weights **out, rootspan_error **error) {
   if (context == nullptr || path == nullptr || out == nullptr ||
       (options != nullptr && !has_size(options, options->struct_size))) {
     return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
@@ -55,8 +103,9 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
 
     auto checkpoint = weights::Checkpoint::open(path);
     if (!checkpoint) return checkpoint.error();
-    auto schema = o.schema_path != nullptr ? weights::load_component_schema(o.schema_path)
-                                           : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
+    auto schema = o.schema_path != nullptr
+                      ? weights::load_component_schema(o.schema_path)
+                      : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
     if (!schema) return schema.error();
     auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
     if (!resolved) return resolved.error();
@@ -69,14 +118,18 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
-        const rootspan_load_progress progress{sizeof(rootspan_load_progress), p.component->c_str(),
-                                              p.component_index, p.component_count, p.bytes_done, p.bytes_total};
+        const rootspan_load_progress progress{sizeof(rootspan_load_progress),
+                                              p.component->c_str(),
+                                              p.component_index,
+                                              p.component_count,
+                                              p.bytes_done,
+                                              p.bytes_total};
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
     auto loaded = weights::load_components(ctx, checkpoint.value(), std::move(resolved).value(), load);
     if (!loaded) return loaded.error();
-    *out = new rootspan_weights{&ctx, std::move(loaded).value()};
+    *out = new rootspan_weights(&ctx, std::move(loaded).value());
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
@@ -95,10 +148,21 @@ rootspan_status rootspan_weights_component(const rootspan_weights *weights, size
                                            rootspan_component_info *info) {
   if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
-  const weights::LoadedComponent &c = weights->result.components[index];
-  write_struct(info, rootspan_component_info{sizeof(rootspan_component_info), c.id.c_str(), handle_of(c.root),
-                                             c.bytes, c.segments, c.zero_copy ? 1 : 0});
+  write_struct(info, info_of(weights->result.components[index]));
   return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index) {
+  if (weights == nullptr || id == nullptr || index == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const auto found = weights->index_of_id.find(std::string_view(id));
+  if (found == weights->index_of_id.end()) return ROOTSPAN_ERR_NOT_FOUND;
+  *index = found->second;
+  return ROOTSPAN_OK;
+}
+
+const char *rootspan_role_name(rootspan_component_role role) {
+  if (role < ROOTSPAN_ROLE_VALUES || role > ROOTSPAN_ROLE_METADATA) return "";
+  return weights::role_name(static_cast<ComponentRole>(role)).data();  // the names are NUL-terminated literals
 }
 
 rootspan_status rootspan_weights_skipped_count(const rootspan_weights *weights, size_t *count) {
@@ -139,7 +203,11 @@ rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error 
   }
   const rootspan_status status =
       guarded(error, "release_root", [&] { return weights::release_components(*weights->context, weights->result); });
-  if (status == ROOTSPAN_OK) delete weights;
+  if (status == ROOTSPAN_OK) {
+    delete weights;
+  } else {
+    weights->reindex();
+  }
   return status;
 }
 

@@ -59,21 +59,59 @@ ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, co
                                                    const rootspan_load_options *options, rootspan_weights **weights,
                                                    rootspan_error **error);
 
+/* What a component is for in its schema. The numbering is pinned. */
+typedef int32_t rootspan_component_role;
+enum {
+  ROOTSPAN_ROLE_VALUES = 0,
+  ROOTSPAN_ROLE_PACKED_VALUES = 1,
+  ROOTSPAN_ROLE_SCALES = 2,
+  ROOTSPAN_ROLE_ZERO_POINTS = 3,
+  ROOTSPAN_ROLE_INDICES = 4,
+  ROOTSPAN_ROLE_PERMUTATION = 5,
+  ROOTSPAN_ROLE_CODEBOOK = 6,
+  ROOTSPAN_ROLE_METADATA = 7
+};
+
+/* How a component's bytes encode its values. The numbering is pinned. */
+typedef int32_t rootspan_encoding_kind;
+enum {
+  ROOTSPAN_ENCODING_DENSE = 0,          /* elements of one dtype, row-major */
+  ROOTSPAN_ENCODING_BLOCK_QUANTIZED = 1 /* opaque blocks of a named format */
+};
+
+/* One loaded component. Fields after zero_copy were added later: a caller
+ * whose struct_size ends before one gets nothing written there. */
 typedef struct rootspan_component_info {
   size_t struct_size;
-  const char *id;        /* out: lives as long as the weights */
-  rootspan_root *root;   /* out: owned by the weights; claim it, do not release it */
-  uint64_t byte_length;  /* out */
-  uint64_t segments;     /* out: source tensors, in order */
-  int32_t zero_copy;     /* out: the root is the mapped file region itself */
+  const char *id;               /* out: lives as long as the weights */
+  rootspan_root *root;          /* out: owned by the weights; claim it, do not release it */
+  uint64_t byte_length;         /* out */
+  uint64_t segments;            /* out: source tensors, in order */
+  int32_t zero_copy;            /* out: the root is the mapped file region itself */
+  int32_t read_only;            /* out: non-zero when the root's memory must not be written (zero-copy file regions) */
+  rootspan_dtype dtype;         /* out: the dense element type; ROOTSPAN_DTYPE_U8 for block-quantized bytes */
+  rootspan_component_role role; /* out: ROOTSPAN_ROLE_* */
+  rootspan_encoding_kind encoding; /* out: ROOTSPAN_ENCODING_DENSE or ROOTSPAN_ENCODING_BLOCK_QUANTIZED */
+  const char *format_id;     /* out: block-quantized format id; NULL when dense; lives as long as the weights */
+  uint64_t values_per_block; /* out: logical values in one block; 0 when dense */
+  uint64_t bytes_per_block;  /* out: bytes of one block; 0 when dense */
+  uint32_t rank;             /* out: entries in shape (0 for a scalar) */
+  const uint64_t *shape;     /* out: rank dimensions (for block-quantized: the block grid, as the schema gives it);
+                                NULL when rank is 0; lives as long as the weights */
 } rootspan_component_info;
-#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD zero_copy
+#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD shape
 
 /* The provider the components live in; lives as long as the weights. */
 ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weights);
 ROOTSPAN_API rootspan_status rootspan_weights_component_count(const rootspan_weights *weights, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                                         rootspan_component_info *info);
+/* The index of the component with this id. ROOTSPAN_ERR_NOT_FOUND when no
+ * loaded component has it (a skipped one included); ROOTSPAN_ERR_INVALID_ARGUMENT
+ * for NULLs. */
+ROOTSPAN_API rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index);
+/* The static name of a role ("values", "packed_values", ...); "" when out of range. */
+ROOTSPAN_API const char *rootspan_role_name(rootspan_component_role role);
 /* Optional components whose sources are missing: id and reason live as long
  * as the weights. */
 ROOTSPAN_API rootspan_status rootspan_weights_skipped_count(const rootspan_weights *weights, size_t *count);

@@ -240,6 +240,21 @@ def test_example(example):
     check(gate_up.get("zero_copy") is False, "load: the packed component is copied")
     check(gate_up.get("bytes") == 2 * 64 * 32 * 4, "load: gate_up bytes")
     check(components.get("embed", {}).get("zero_copy") is True, "load: an aligned single segment is zero-copy")
+    # What an embedder needs to read each component, as the schema gives it.
+    expected_kinds = {
+        "embed": ("values", "F16", [256, 32], {"dense": {"element_type": "F16"}}, True),
+        "layers.0.mlp.gate_up": ("packed_values", "F32", [2, 64, 32], {"dense": {"element_type": "F32"}}, False),
+        "layers.0.attn.q.qweight": ("packed_values", "U8", [64, 1],
+                                    {"block_quantized": {"format_id": "quantization.gguf.q4-k",
+                                                         "values_per_block": 256, "bytes_per_block": 144}}, True),
+        "norm": ("values", "F32", [32], {"dense": {"element_type": "F32"}}, True),
+    }
+    for cid, (role, dtype, shape, encoding, read_only) in expected_kinds.items():
+        c = components.get(cid, {})
+        got = (c.get("role"), c.get("dtype"), c.get("shape"), c.get("encoding"), c.get("read_only"))
+        check(got == (role, dtype, shape, encoding, read_only),
+              "load: %s role, dtype, shape, encoding, read_only: expected %r, got %r"
+              % (cid, (role, dtype, shape, encoding, read_only), got))
     check(doc_load["total_bytes"] == sum(c["bytes"] for c in doc_load["components"]), "load: total_bytes")
     check([s.get("id") for s in doc_load["skipped"]] == ["layers.0.attn.q.scales"],
           "load: the optional component is skipped: %s" % doc_load["skipped"])
@@ -261,6 +276,7 @@ def test_example(example):
         doc_plain = json.loads(plain.stdout)
         check(all(c["sha256"] is None for c in doc_plain["components"]), "load without --verify: sha256 null")
         check(all(c["zero_copy"] is False for c in doc_plain["components"]), "load --strategy read: no zero-copy")
+        check(all(c["read_only"] is False for c in doc_plain["components"]), "load --strategy read: all writable")
 
     # The default schema (one component per tensor) and the default provider
     # ("auto": whichever has a device).
@@ -277,6 +293,11 @@ def test_example(example):
     check(table.returncode == 0 and "zero-copy" in table.stdout and "copied" in table.stdout and
           "layers.0.mlp.gate_up" in table.stdout and "skipped layers.0.attn.q.scales" in table.stdout,
           "load table: %s" % table.stdout)
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines() if line.strip()}
+    check(rows.get("COMPONENT", [])[1:3] == ["DTYPE", "SHAPE"], "load table: DTYPE and SHAPE columns: %s" % table.stdout)
+    check(rows.get("layers.0.mlp.gate_up", [])[1:3] == ["F32", "[2,64,32]"],
+          "load table: gate_up dtype and shape: %s" % table.stdout)
+    check(rows.get("embed", [])[1:3] == ["F16", "[256,32]"], "load table: embed dtype and shape: %s" % table.stdout)
     text = run("inspect", example)
     check(text.returncode == 0 and "valid" in text.stdout and "model.norm.weight" in text.stdout,
           "inspect text: %s" % text.stdout)

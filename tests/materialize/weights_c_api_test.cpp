@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -526,6 +527,208 @@ TEST_F(WeightsCApiTest, ComponentInfoWritesOnlyWithinTheCallersStructSize) {
   EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
 }
 
+// ---- finding components and what they are --------------------------------
+
+TEST_F(WeightsCApiTest, FindReturnsTheIndexOfALoadedComponentById) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {8}}}, 111);
+  const fs::path schema = dir_.write_text(
+      "schema.json", schema_json({dense_component("first", "values", {"a"}, {16}, "F32"),
+                                  dense_component("gone", "scales", {"missing"}, {4}, "F16", /*required=*/false),
+                                  dense_component("second", "metadata", {"b"}, {8}, "U8")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 2u);
+  std::size_t index = 99;
+  ASSERT_EQ(rootspan_weights_find(weights_, "second", &index), ROOTSPAN_OK);
+  EXPECT_EQ(index, 1u);
+  EXPECT_STREQ(info(index).id, "second");
+  ASSERT_EQ(rootspan_weights_find(weights_, "first", &index), ROOTSPAN_OK);
+  EXPECT_EQ(index, 0u);
+  // Absent, skipped, a prefix of an id, and a tensor name that is not an id:
+  // not found, index untouched.
+  index = 99;
+  for (const char *id : {"third", "gone", "sec", "a", ""}) {
+    SCOPED_TRACE(id);
+    EXPECT_EQ(rootspan_weights_find(weights_, id, &index), ROOTSPAN_ERR_NOT_FOUND);
+    EXPECT_EQ(index, 99u);
+  }
+  EXPECT_EQ(rootspan_weights_find(nullptr, "first", &index), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_weights_find(weights_, nullptr, &index), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_weights_find(weights_, "first", nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(index, 99u);
+}
+
+TEST_F(WeightsCApiTest, RoleNamesAreTheSchemaNames) {
+  const std::vector<std::pair<rootspan_component_role, std::string>> names = {
+      {ROOTSPAN_ROLE_VALUES, "values"},     {ROOTSPAN_ROLE_PACKED_VALUES, "packed_values"},
+      {ROOTSPAN_ROLE_SCALES, "scales"},     {ROOTSPAN_ROLE_ZERO_POINTS, "zero_points"},
+      {ROOTSPAN_ROLE_INDICES, "indices"},   {ROOTSPAN_ROLE_PERMUTATION, "permutation"},
+      {ROOTSPAN_ROLE_CODEBOOK, "codebook"}, {ROOTSPAN_ROLE_METADATA, "metadata"}};
+  for (const auto &[role, name] : names) EXPECT_EQ(rootspan_role_name(role), name) << role;
+  EXPECT_STREQ(rootspan_role_name(-1), "");
+  EXPECT_STREQ(rootspan_role_name(8), "");
+}
+
+// One dense, one packed and one block-quantized component; every field.
+TEST_F(WeightsCApiTest, ComponentInfoDescribesDensePackedAndBlockQuantizedComponents) {
+  const WrittenFile a =
+      write_safetensors(dir_, "a.safetensors", {{"w", "F32", {8, 16}}, {"gate", "BF16", {4, 6}}}, 112);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"up", "BF16", {4, 6}}, {"q", "U8", {4, 288}}}, 113);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema = dir_.write_text(
+      "schema.json",
+      schema_json({dense_component("w", "values", {"w"}, {8, 16}, "F32"),
+                   dense_component("gate_up", "packed_values", {"gate", "up"}, {2, 4, 6}, "BF16"),
+                   "{\"id\":\"q\",\"role\":\"codebook\",\"sources\":[\"q\"],\"dimensions\":[4,2],\"encoding\":"
+                   "{\"block_quantized\":{\"format_id\":\"quantization.gguf.q4-k\",\"values_per_block\":256,"
+                   "\"bytes_per_block\":144}}}"}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 3u);
+
+  const rootspan_component_info w = info(0);
+  EXPECT_STREQ(w.id, "w");
+  EXPECT_EQ(w.role, ROOTSPAN_ROLE_VALUES);
+  EXPECT_EQ(w.encoding, ROOTSPAN_ENCODING_DENSE);
+  EXPECT_EQ(w.dtype, ROOTSPAN_DTYPE_F32);
+  EXPECT_EQ(w.format_id, nullptr);
+  EXPECT_EQ(w.values_per_block, 0u);
+  EXPECT_EQ(w.bytes_per_block, 0u);
+  ASSERT_EQ(w.rank, 2u);
+  EXPECT_EQ(std::vector<std::uint64_t>(w.shape, w.shape + w.rank), (std::vector<std::uint64_t>{8, 16}));
+  EXPECT_EQ(w.zero_copy, 1);
+  EXPECT_EQ(w.read_only, 1);
+
+  const rootspan_component_info gate_up = info(1);
+  EXPECT_STREQ(gate_up.id, "gate_up");
+  EXPECT_EQ(gate_up.role, ROOTSPAN_ROLE_PACKED_VALUES);
+  EXPECT_EQ(gate_up.encoding, ROOTSPAN_ENCODING_DENSE);
+  EXPECT_EQ(gate_up.dtype, ROOTSPAN_DTYPE_BF16);
+  EXPECT_EQ(gate_up.format_id, nullptr);
+  ASSERT_EQ(gate_up.rank, 3u);
+  EXPECT_EQ(std::vector<std::uint64_t>(gate_up.shape, gate_up.shape + gate_up.rank),
+            (std::vector<std::uint64_t>{2, 4, 6}));
+  EXPECT_EQ(gate_up.segments, 2u);
+  EXPECT_EQ(gate_up.byte_length, 2u * 4u * 6u * 2u);
+  EXPECT_EQ(gate_up.zero_copy, 0);
+  EXPECT_EQ(gate_up.read_only, 0);
+
+  const rootspan_component_info q = info(2);
+  EXPECT_STREQ(q.id, "q");
+  EXPECT_EQ(q.role, ROOTSPAN_ROLE_CODEBOOK);
+  EXPECT_EQ(q.encoding, ROOTSPAN_ENCODING_BLOCK_QUANTIZED);
+  EXPECT_EQ(q.dtype, ROOTSPAN_DTYPE_U8);
+  EXPECT_STREQ(q.format_id, "quantization.gguf.q4-k");
+  EXPECT_EQ(q.values_per_block, 256u);
+  EXPECT_EQ(q.bytes_per_block, 144u);
+  ASSERT_EQ(q.rank, 2u);
+  EXPECT_EQ(std::vector<std::uint64_t>(q.shape, q.shape + q.rank), (std::vector<std::uint64_t>{4, 2}));
+  EXPECT_EQ(q.byte_length, 4u * 2u * 144u);
+  EXPECT_EQ(read_back(q.root), b.tensor("q"));
+
+  // The pointers stay valid (and equal) across calls while the weights live.
+  EXPECT_EQ(info(2).format_id, q.format_id);
+  EXPECT_EQ(info(1).shape, gate_up.shape);
+}
+
+TEST_F(WeightsCApiTest, AScalarComponentHasRankZero) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"s", "F64", {}}}, 114);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  const rootspan_component_info s = info(0);
+  EXPECT_EQ(s.dtype, ROOTSPAN_DTYPE_F64);
+  EXPECT_EQ(s.rank, 0u);
+  EXPECT_EQ(s.shape, nullptr);
+  EXPECT_EQ(s.byte_length, 8u);
+}
+
+TEST_F(WeightsCApiTest, ZeroCopyAndReadOnlyFollowTheStrategyAndTheRoot) {
+  // The F32 tensor follows 5 bytes: it starts at 1 mod 4 in the file.
+  const WrittenFile mixed =
+      write_safetensors(dir_, "mixed.safetensors", {{"bytes", "U8", {5}}, {"floats", "F32", {4}}}, 116, 64, 0);
+  ASSERT_EQ(mixed.tensors.at("floats").first % 4, 1u);
+  for (rootspan_load_strategy strategy : {ROOTSPAN_LOAD_MMAP, ROOTSPAN_LOAD_READ}) {
+    SCOPED_TRACE(strategy == ROOTSPAN_LOAD_MMAP ? "mmap" : "read");
+    rootspan_load_options o = options();
+    o.strategy = strategy;
+    ASSERT_EQ(load(mixed.path, o), ROOTSPAN_OK) << message();
+    const bool mmap = strategy == ROOTSPAN_LOAD_MMAP;
+    for (std::size_t i = 0; i < count(); ++i) {
+      const rootspan_component_info c = info(i);
+      SCOPED_TRACE(c.id);
+      // Only a zero-copy root is read-only, and the field says what the root is.
+      EXPECT_EQ(c.read_only, c.zero_copy);
+      EXPECT_EQ(c.read_only, root_info(c.root).read_only);
+      // U8 needs no alignment; F32 at an offset of 1 mod 4 must be copied.
+      EXPECT_EQ(c.zero_copy, mmap && std::string(c.id) == "bytes" ? 1 : 0);
+    }
+    ASSERT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    weights_ = nullptr;
+  }
+}
+
+TEST_F(WeightsCApiTest, AnUploadedComponentIsNeitherZeroCopyNorReadOnly) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "I32", {3, 5}}}, 117);
+  ASSERT_EQ(load(file.path, options(kUploadProviderName)), ROOTSPAN_OK) << message();
+  const rootspan_component_info c = info(0);
+  EXPECT_EQ(c.zero_copy, 0);
+  EXPECT_EQ(c.read_only, 0);
+  EXPECT_EQ(c.dtype, ROOTSPAN_DTYPE_I32);
+  ASSERT_EQ(c.rank, 2u);
+  EXPECT_EQ(c.shape[0], 3u);
+  EXPECT_EQ(c.shape[1], 5u);
+}
+
+// rootspan_component_info as it was before read_only and the fields after it.
+struct ComponentInfoBeforeShape {
+  size_t struct_size;
+  const char *id;
+  rootspan_root *root;
+  uint64_t byte_length;
+  uint64_t segments;
+  int32_t zero_copy;
+};
+
+TEST_F(WeightsCApiTest, AnOlderCallersSmallerComponentInfoGetsOnlyTheOldFields) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {4, 4}}}, 118);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  static_assert(sizeof(ComponentInfoBeforeShape) < sizeof(rootspan_component_info));
+  // The old struct, followed in memory by bytes the caller owns for
+  // something else: none of them may change.
+  struct {
+    ComponentInfoBeforeShape info;
+    unsigned char after[sizeof(rootspan_component_info)];
+  } old_caller;
+  std::memset(&old_caller, 0xAB, sizeof old_caller);
+  old_caller.info.struct_size = sizeof(ComponentInfoBeforeShape);
+  ASSERT_EQ(rootspan_weights_component(weights_, 0, reinterpret_cast<rootspan_component_info *>(&old_caller.info)),
+            ROOTSPAN_OK);
+  EXPECT_EQ(old_caller.info.struct_size, sizeof(ComponentInfoBeforeShape));
+  EXPECT_STREQ(old_caller.info.id, "a");
+  EXPECT_EQ(old_caller.info.byte_length, 64u);
+  EXPECT_EQ(old_caller.info.segments, 1u);
+  EXPECT_EQ(old_caller.info.zero_copy, 1);
+  for (unsigned char byte : old_caller.after) ASSERT_EQ(byte, 0xAB);
+
+  // A size that ends inside the new fields: those before it written, the
+  // rest untouched.
+  rootspan_component_info partial;
+  std::memset(&partial, 0xCD, sizeof partial);
+  const rootspan_component_info untouched = partial;
+  partial.struct_size = offsetof(rootspan_component_info, values_per_block);
+  ASSERT_EQ(rootspan_weights_component(weights_, 0, &partial), ROOTSPAN_OK);
+  EXPECT_EQ(partial.read_only, 1);
+  EXPECT_EQ(partial.dtype, ROOTSPAN_DTYPE_F32);
+  EXPECT_EQ(partial.role, ROOTSPAN_ROLE_VALUES);
+  EXPECT_EQ(partial.encoding, ROOTSPAN_ENCODING_DENSE);
+  EXPECT_EQ(partial.format_id, nullptr);
+  EXPECT_EQ(partial.values_per_block, untouched.values_per_block);
+  EXPECT_EQ(partial.bytes_per_block, untouched.bytes_per_block);
+  EXPECT_EQ(partial.rank, untouched.rank);
+  EXPECT_EQ(partial.shape, untouched.shape);
+}
+
 // ---- arguments and devices ------------------------------------------------
 
 TEST_F(WeightsCApiTest, NullArgumentsAndShortStructsAreRefused) {
@@ -544,8 +747,7 @@ TEST_F(WeightsCApiTest, NullArgumentsAndShortStructsAreRefused) {
   EXPECT_EQ(weights_, nullptr);
   // NULL options: default schema, auto provider.
   raw = nullptr;
-  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK)
-      << describe(raw);
+  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK) << describe(raw);
   EXPECT_EQ(count(), 1u);
 }
 
