@@ -134,13 +134,14 @@ class Roots(unittest.TestCase):
 
     def test_claim_busy_while_a_view_lives(self):
         with self.ctx.allocate(64) as root:
+            root.write(0, b"V")
             claim = root.claim()
             mapping = claim.map()
             view = mapping.view
             mapping.close()  # the view still holds the memory
             with self.assertRaises(rootspan.BusyError):
                 claim.release()
-            self.assertEqual(view[0], 0)
+            self.assertEqual(view[0], ord("V"))
             del view
             claim.release()
 
