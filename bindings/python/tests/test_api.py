@@ -50,6 +50,36 @@ class Providers(unittest.TestCase):
             self.assertIn("no loaded provider is named 'host'", str(caught.exception))
             self.assertEqual(caught.exception.operation, "import_unique_root")
 
+    def test_manifest_named_plugin(self):
+        manifest = os.environ["ROOTSPAN_BUILD_MANIFEST"]
+        with context(no_static=True) as ctx:
+            self.assertEqual(ctx.providers(), [])
+        with rootspan.Context(manifests=[manifest], no_static=True) as ctx:
+            self.assertEqual(ctx.manifests(), [manifest])
+            (host,) = ctx.providers()
+            self.assertEqual((host.name, host.origin, host.state, host.manifest), ("host", "manifest", "loaded",
+                                                                                 manifest))
+            self.assertTrue(host.library.endswith("librootspan-host.so"))
+            self.assertEqual(len(host.devices), 1)
+            with ctx.allocate(16) as root:
+                self.assertEqual(root.info.provider, "host")
+
+    def test_manifests_none_discovers(self):
+        manifest = os.environ["ROOTSPAN_BUILD_MANIFEST"]
+        saved = os.environ.get("ROOTSPAN_MANIFEST")
+        os.environ["ROOTSPAN_MANIFEST"] = manifest
+        try:
+            with rootspan.Context() as ctx:
+                self.assertEqual(ctx.manifests(), [manifest])
+                states = {(p.origin, p.state, p.policy) for p in ctx.providers() if p.name == "host"}
+                # the plugin's "host" is skipped: the compiled-in one of that name came first
+                self.assertEqual(states, {("static", "loaded", None), ("manifest", "skipped", "L6")})
+        finally:
+            if saved is None:
+                del os.environ["ROOTSPAN_MANIFEST"]
+            else:
+                os.environ["ROOTSPAN_MANIFEST"] = saved
+
     def test_missing_manifest_is_an_io_error_citing_l1(self):
         with self.assertRaises(rootspan.IoError) as caught:
             rootspan.Context(manifests=["/nonexistent/rootspan.json"])
