@@ -67,6 +67,8 @@ def import_host(context, handle, buffer, read_only, dtype_code, provider):
                               f"{type(buffer).__name__} is read-only ({e})") from None
         raise TypeError(f"import_host needs a contiguous bytes-like object, got {type(buffer).__name__}: {e}") \
             from None
+    except ValueError as e:  # numpy's word for a layout it cannot export as plain bytes
+        raise ValueError(f"import_host needs a contiguous bytes-like object: {e}") from None
     except TypeError:
         raise TypeError(f"import_host needs a bytes-like object, got {type(buffer).__name__}") from None
     key = next(_keys)

@@ -41,22 +41,31 @@ def name(code):
 
 
 def code(value):
-    """The rootspan_dtype value of a name ("F32"), a numpy dtype, or None (untyped)."""
+    """The rootspan_dtype value of a name ("F32"), a numpy dtype, or None (untyped).
+
+    Names are upper case, as the library spells them: "f4" is numpy's float32,
+    "F4" rootspan's 4-bit float. A lower-case name numpy does not know ("bf16")
+    is taken as rootspan's."""
     if value is None:
         return _abi.DTYPE_NONE
-    if isinstance(value, str):
-        key = value.upper()
-        if key in _abi.DTYPE_NAMES:
-            return _abi.DTYPE_NAMES.index(key)
-        raise ValueError(f"unknown dtype {value!r}; expected one of {', '.join(_abi.DTYPE_NAMES)}")
-    typestr = getattr(value, "str", None)
-    if typestr is None:
-        try:
-            import numpy
-            typestr = numpy.dtype(value).str
-        except (ImportError, TypeError):
+    if isinstance(value, str) and value in _abi.DTYPE_NAMES:
+        return _abi.DTYPE_NAMES.index(value)
+    try:
+        import numpy
+        typestr = numpy.dtype(value).str
+    except ImportError:
+        typestr = None
+    except TypeError:
+        if isinstance(value, str):  # "bf16": a rootspan name in lower case, and no numpy type
+            if value.upper() in _abi.DTYPE_NAMES:
+                return _abi.DTYPE_NAMES.index(value.upper())
+            typestr = None
+        else:
             raise TypeError(f"dtype must be a rootspan dtype name such as 'F32', a numpy dtype, or None; "
                             f"got {type(value).__name__} {value!r}") from None
+    if typestr is None:
+        raise ValueError(f"unknown dtype {value!r}; expected one of {', '.join(_abi.DTYPE_NAMES)} "
+                         "or a numpy dtype")
     for dtype_name, (_, np_typestr, _) in _TABLE.items():
         if np_typestr == typestr or (np_typestr and np_typestr[1:] == typestr[1:] and typestr[0] in "=|<"):
             return _abi.DTYPE_NAMES.index(dtype_name)

@@ -182,6 +182,30 @@ class ReadOnly(Base):
         del tensor
 
 
+class NumpyInterop(Base):
+    def test_dtype_names_and_numpy_dtypes(self):
+        cases = {"F32": "F32", "f4": "F32", numpy.float32: "F32", numpy.dtype("<f2"): "F16", "bf16": "BF16",
+                 "f8": "F64", "F8_E4M3": "F8_E4M3", bool: "BOOL", numpy.complex64: "C32"}
+        for given, expected in cases.items():
+            with self.subTest(given=given), self.ctx.allocate(16, dtype=given) as root:
+                self.assertEqual(root.info.dtype, expected)
+        with self.assertRaisesRegex(ValueError, "numpy dtype >f4 has no rootspan element type"):
+            self.ctx.allocate(16, dtype=">f4")
+        with self.assertRaisesRegex(TypeError, "dtype must be a rootspan dtype name"):
+            self.ctx.allocate(16, dtype=3)
+
+    def test_import_host_shares_a_numpy_array(self):
+        source = numpy.arange(8, dtype=numpy.float32)
+        with self.ctx.import_host(source, dtype=source.dtype) as root:
+            view = root.numpy()
+            self.assertEqual(view.ctypes.data, source.ctypes.data)
+            source[0] = 9.0
+            self.assertEqual(view[0], 9.0)
+            del view
+        with self.assertRaisesRegex(ValueError, "needs a contiguous bytes-like object"):
+            self.ctx.import_host(source[::2])
+
+
 class Arguments(Base):
     def test_unsupported_arguments(self):
         with self.ctx.allocate(16, dtype="F32") as root:
