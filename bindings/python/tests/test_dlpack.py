@@ -271,6 +271,32 @@ class Lifetime(Base):
         self.assertEqual(dlpack.live_exports(), self.exports_before)
         root.release()  # both claims went with the deleters
 
+    def test_concurrent_exports_and_deleters(self):
+        root = self.ctx.allocate(4096, dtype="F32")
+        failures = []
+
+        def worker():
+            try:
+                for _ in range(200):
+                    array = root.numpy()
+                    tensor = torch.utils.dlpack.from_dlpack(root)
+                    consumed = Consumed(root.__dlpack__(max_version=(1, 1)), versioned=True)
+                    if array.ctypes.data != tensor.data_ptr() or consumed.data != tensor.data_ptr():
+                        failures.append("addresses differ")
+                    del array, tensor
+                    consumed.delete()
+            except Exception as e:  # reported below: a thread's exception would be lost
+                failures.append(repr(e))
+
+        workers = [threading.Thread(target=worker) for _ in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        self.assertEqual(failures, [])
+        self.assertEqual(self.ctx._state.leases, 0)
+        root.release()
+
     def test_consumer_outlives_the_context_object(self):
         ctx = context()
         root = ctx.allocate(16, dtype="U8")
