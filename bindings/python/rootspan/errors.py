@@ -75,6 +75,9 @@ for _code, _name in enumerate(_abi.STATUS_NAMES):
 del _code, _name, _cls
 
 
+__all__ = ["Error", "Span", "Requested", "error_class", "ERROR_CLASSES"] + [c.__name__ for c in ERROR_CLASSES.values()]
+
+
 def error_class(code):
     """The exception class of a status code (Error for an unknown one)."""
     return ERROR_CLASSES.get(code, Error)

@@ -179,6 +179,13 @@ class Weights(collections.abc.Mapping):
         errors.check_plain(status, "find_component", f"rootspan_weights_find({component_id!r}) failed")
         return self._components[index.value]
 
+    def __contains__(self, component_id):
+        return isinstance(component_id, str) and component_id in self._ids()
+
+    def _ids(self):
+        self._live("components")
+        return {c.id for c in self._components}
+
     def __iter__(self):
         self._live("components")
         return iter([c.id for c in self._components])
