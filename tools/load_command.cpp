@@ -160,12 +160,9 @@ int run_load(std::vector<std::string> args) {
     skipped.push_back({{"id", id}, {"reason", reason}});
   }
   const double gb_per_s = seconds > 0 ? static_cast<double>(total) / seconds / 1e9 : 0.0;
-  const nlohmann::json document = {{"provider", rootspan_weights_provider(raw)},
-                                   {"device", load.device},
-                                   {"components", components},
-                                   {"skipped", skipped},
-                                   {"total_bytes", total},
-                                   {"seconds", seconds},
+  const nlohmann::json document = {{"provider", rootspan_weights_provider(raw)}, {"device", load.device},
+                                   {"components", components},                 {"skipped", skipped},
+                                   {"total_bytes", total},                     {"seconds", seconds},
                                    {"gb_per_s", gb_per_s}};
   if (options.json) {
     print_json(document);

@@ -1,7 +1,6 @@
 // The extern "C" entry points of weights.h.
 #include <cstdlib>
 #include <string_view>
-#include <type_traits>
 #include <unordered_map>
 #include <variant>
 
@@ -88,8 +87,9 @@ rootspan_component_info info_of(const weights::LoadedComponent &c) {
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
-                                      rootspan_weights **out, rootspan_error **error) {
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
+                                      const rootspan_load_options *options, rootspan_weights **out,
+                                      rootspan_error **error) {
   if (context == nullptr || path == nullptr || out == nullptr ||
       (options != nullptr && !has_size(options, options->struct_size))) {
     return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
@@ -103,9 +103,8 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
 
     auto checkpoint = weights::Checkpoint::open(path);
     if (!checkpoint) return checkpoint.error();
-    auto schema = o.schema_path != nullptr
-                      ? weights::load_component_schema(o.schema_path)
-                      : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
+    auto schema = o.schema_path != nullptr ? weights::load_component_schema(o.schema_path)
+                                           : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
     if (!schema) return schema.error();
     auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
     if (!resolved) return resolved.error();
@@ -118,12 +117,8 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
-        const rootspan_load_progress progress{sizeof(rootspan_load_progress),
-                                              p.component->c_str(),
-                                              p.component_index,
-                                              p.component_count,
-                                              p.bytes_done,
-                                              p.bytes_total};
+        const rootspan_load_progress progress{sizeof(rootspan_load_progress), p.component->c_str(),
+                                              p.component_index, p.component_count, p.bytes_done, p.bytes_total};
         return o.progress(o.progress_context, &progress) == 0;
       };
     }

@@ -747,7 +747,8 @@ TEST_F(WeightsCApiTest, NullArgumentsAndShortStructsAreRefused) {
   EXPECT_EQ(weights_, nullptr);
   // NULL options: default schema, auto provider.
   raw = nullptr;
-  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK) << describe(raw);
+  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK)
+      << describe(raw);
   EXPECT_EQ(count(), 1u);
 }
 

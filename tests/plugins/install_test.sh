@@ -6,6 +6,15 @@
 # names must be reported: skipped under L6 (a provider named "host" is already
 # loaded: the static one), and loaded with --no-static.
 #
+# Then it embeds the installed library as another project would (issue 8):
+# the headers and librootspan.so with its SONAME links are there, and
+# installed_embed.c, which loads the example checkpoint and finds a component
+# by id, is built with nothing but `pkg-config --cflags --libs rootspan`, and
+# again with CMake's find_package(rootspan) and rootspan::rootspan, also from
+# a copy of the prefix moved elsewhere. Each build runs and its output must
+# match the checkpoint's bytes. Without cmake only the CMake part is skipped
+# (exit 77 at the end).
+#
 # usage: install_test.sh SOURCE_ROOT [MESON]
 # It configures and compiles the project once more (-Dtests=disabled, no
 # optimization, one job), so it takes minutes; meson runs it in suite 'install'.
@@ -81,3 +90,104 @@ if failures:
     sys.exit(1)
 print("installed rootspan found its manifest and host plugin under " + prefix)
 PY
+
+# ---- embedding the installed library -------------------------------------
+libdir=$(dirname "$library")
+for header in rootspan.h weights.h types.h provider.h; do
+  [ -f "$prefix/include/rootspan/$header" ] || { echo "FAIL: $prefix/include/rootspan/$header was not installed"; exit 1; }
+done
+[ -f "$libdir/librootspan.so.0.1.0" ] && [ ! -L "$libdir/librootspan.so.0.1.0" ] ||
+  { echo "FAIL: $libdir/librootspan.so.0.1.0 is not the installed library file"; ls -l "$libdir"; exit 1; }
+[ "$(readlink "$libdir/librootspan.so.0")" = librootspan.so.0.1.0 ] &&
+  [ "$(readlink "$libdir/librootspan.so")" = librootspan.so.0 ] ||
+  { echo "FAIL: SONAME links librootspan.so -> .so.0 -> .so.0.1.0 missing"; ls -l "$libdir"; exit 1; }
+
+example=$work/build/tools/example-checkpoint
+schema=$example/schema.json
+program=$source_root/tests/plugins/installed_embed.c
+# What installed_embed must print for component ID made of the source
+# tensors NAMES (in the example checkpoint, read here byte by byte).
+expect() {
+  python3 - "$example" "$@" <<'PY'
+import json, os, struct, sys
+
+folder, cid, dtype, shape, role = sys.argv[1:6]
+names = sys.argv[6:]
+weight_map = json.load(open(os.path.join(folder, "model.safetensors.index.json")))["weight_map"]
+data = b""
+for name in names:
+    with open(os.path.join(folder, weight_map[name]), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        begin, end = json.loads(f.read(n))[name]["data_offsets"]
+        f.seek(8 + n + begin)
+        data += f.read(end - begin)
+print("%s %s %s %d %s %s" % (cid, dtype, shape, len(data), role, data[:16].hex()))
+PY
+}
+check_output() {  # WHAT EXPECTED ACTUAL
+  [ "$2" = "$3" ] || { printf 'FAIL: %s printed\n  %s\nexpected\n  %s\n' "$1" "$3" "$2"; exit 1; }
+  echo "ok: $1: $3"
+}
+
+# pkg-config: the .pc of this prefix and nothing else.
+pc=$libdir/pkgconfig/rootspan.pc
+[ -f "$pc" ] || { echo "FAIL: $pc was not installed"; exit 1; }
+pc_prefix=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --variable=prefix rootspan)
+[ "$pc_prefix" = "$prefix" ] || { echo "FAIL: pkg-config found rootspan with prefix '$pc_prefix', not $prefix"; exit 1; }
+flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs rootspan)
+"${CC:-cc}" -std=c99 -pedantic -Wall -Werror "$program" $flags -o "$work/embed-pkg-config" ||
+  { echo "FAIL: cc $program $flags"; exit 1; }
+expected=$(expect layers.0.mlp.gate_up F32 "[2,64,32]" packed_values \
+  model.layers.0.mlp.gate_proj.weight model.layers.0.mlp.up_proj.weight)
+actual=$(LD_LIBRARY_PATH="$libdir" "$work/embed-pkg-config" "$example" layers.0.mlp.gate_up "$schema")
+check_output "the pkg-config build" "$expected" "$actual"
+if LD_LIBRARY_PATH="$libdir" "$work/embed-pkg-config" "$example" no.such.component "$schema" 2>"$work/absent.txt"; then
+  echo "FAIL: finding an absent component succeeded"; exit 1
+fi
+grep -q 'no component "no.such.component": NotFound' "$work/absent.txt" ||
+  { echo "FAIL: absent component message: $(cat "$work/absent.txt")"; exit 1; }
+
+# CMake: find_package(rootspan) and the imported target, from the prefix and
+# from a copy of it moved elsewhere (the package finds its own prefix).
+if ! command -v cmake >/dev/null 2>&1; then
+  echo "cmake not found: the CMake part is skipped"
+  exit 77
+fi
+mkdir "$work/cmake-project"
+cp "$program" "$work/cmake-project/"
+cat >"$work/cmake-project/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(installed_embed C)
+find_package(rootspan 0.1 REQUIRED)
+add_executable(installed_embed installed_embed.c)
+target_link_libraries(installed_embed PRIVATE rootspan::rootspan)
+get_target_property(location rootspan::rootspan IMPORTED_LOCATION)
+file(WRITE "${CMAKE_BINARY_DIR}/rootspan-location.txt" "${location}")
+CMAKE
+cp -a "$prefix" "$work/moved"
+expected=$(expect norm F32 "[32]" values model.norm.weight)
+for where in "$prefix" "$work/moved"; do
+  build=$work/cmake-build-$(basename "$where")
+  cmake -S "$work/cmake-project" -B "$build" -DCMAKE_PREFIX_PATH="$where" >"$build.log" 2>&1 &&
+    cmake --build "$build" >>"$build.log" 2>&1 || { echo "FAIL: CMake build against $where"; cat "$build.log"; exit 1; }
+  location=$(cat "$build/rootspan-location.txt")
+  case $location in
+    "$where"/*) ;;
+    *) echo "FAIL: rootspan::rootspan from $where is $location"; exit 1 ;;
+  esac
+  # No LD_LIBRARY_PATH: the imported target's location gives the build its run path.
+  actual=$("$build/installed_embed" "$example" norm "$schema")
+  check_output "the CMake build against $where" "$expected" "$actual"
+done
+# The version file refuses another ABI major.
+mkdir "$work/cmake-major-1"
+sed 's/find_package(rootspan 0.1 REQUIRED)/find_package(rootspan 1.0 REQUIRED)/' \
+  "$work/cmake-project/CMakeLists.txt" >"$work/cmake-major-1/CMakeLists.txt"
+cp "$program" "$work/cmake-major-1/"
+if cmake -S "$work/cmake-major-1" -B "$work/cmake-major-1/build" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$work/cmake-major-1.log" 2>&1; then
+  echo "FAIL: find_package(rootspan 1.0) accepted version 0.1.0"; exit 1
+fi
+grep -q 'rootspan-config.cmake, version: 0.1.0' "$work/cmake-major-1.log" ||
+  { echo "FAIL: find_package(rootspan 1.0) failed for another reason:"; cat "$work/cmake-major-1.log"; exit 1; }
+echo "ok: find_package(rootspan 1.0) is refused by the version file"
