@@ -6,6 +6,8 @@ packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-d
           libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev cmake rustc
           python3-jsonschema "$@")
 missing=()
+# The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3.
+packages+=(python3-numpy python3-torch)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done

@@ -16,8 +16,9 @@
 # by id, is built with nothing but `pkg-config --cflags --libs rootspan`, and
 # again with CMake's find_package(rootspan) and rootspan::rootspan, also from
 # a copy of the prefix moved elsewhere. Each build runs and its output must
-# match the checkpoint's bytes. Without cmake only the CMake part is skipped
-# (exit 77 at the end).
+# match the checkpoint's bytes. The installed Python package must find the
+# library through the libdir it recorded. Without cmake only the CMake part
+# is skipped (exit 77 at the end).
 #
 # usage: install_test.sh SOURCE_ROOT [MESON]
 # It configures and compiles the project once more (-Dtests=disabled, no
@@ -197,6 +198,30 @@ if LD_LIBRARY_PATH="$libdir" "$work/embed-pkg-config" "$example" no.such.compone
 fi
 grep -q 'no component "no.such.component": NotFound' "$work/absent.txt" ||
   { echo "FAIL: absent component message: $(cat "$work/absent.txt")"; exit 1; }
+
+# Python: the installed package, given only its own site folder and no
+# LD_LIBRARY_PATH, finds librootspan.so.0 through the libdir recorded at
+# install time, and L3 finds the installed manifest.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+install_paths=$(find "$prefix" -path '*/rootspan/_install_paths.py' | head -n 1)
+[ -n "$install_paths" ] || { echo "FAIL: the Python package was not installed under $prefix"; exit 1; }
+env -u ROOTSPAN_LIBRARY -u LD_LIBRARY_PATH -u ROOTSPAN_MANIFEST XDG_CONFIG_HOME="$work/no-config-home" \
+  XDG_CONFIG_DIRS="$work/no-config-dirs" PYTHONPATH="$(dirname "$(dirname "$install_paths")")" \
+  "$python" - "$libdir" "$example" "$schema" <<'PY' || { echo "FAIL: the installed Python package"; exit 1; }
+import sys
+import rootspan
+libdir, example, schema = sys.argv[1:4]
+assert rootspan.library_path() == libdir + "/librootspan.so.0", rootspan.library_path()
+with rootspan.Context() as ctx:
+    found = sorted((p.origin, p.state) for p in ctx.providers())
+    assert found == [("manifest", "skipped"), ("static", "loaded")], found
+    with ctx.load(example, schema=schema) as weights:
+        norm = weights["norm"]
+        assert (norm.dtype, norm.shape, norm.role, norm.zero_copy) == ("F32", (32,), "values", True), norm
+        assert len(norm.root.read()) == 128
+print("ok: the installed Python package loaded " + rootspan.library_path())
+PY
 
 # CMake: find_package(rootspan) and the imported target, from the prefix and
 # from a copy of it moved elsewhere (the package finds its own prefix).

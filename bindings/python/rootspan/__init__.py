@@ -1,0 +1,37 @@
+"""rootspan: provider memory, checked claims, and checkpoint loading, from Python.
+
+A pure-ctypes binding of librootspan's C ABI (rootspan.h, weights.h):
+
+    import rootspan
+    with rootspan.Context() as ctx:
+        with ctx.load("model.safetensors") as weights:
+            for cid, component in weights.items():
+                array = component.numpy()   # no copy; read-only for zero-copy file regions
+
+The library is found next to this package, through ROOTSPAN_LIBRARY, in the
+libdir recorded at install time, or on the system path (see _library).
+"""
+from . import dlpack
+from ._library import LibraryNotFoundError
+from .context import Context, DeviceInfo, ProviderReport
+from .errors import *  # noqa: F401,F403 (Error and one subclass per status code)
+from .errors import ERROR_CLASSES, Error, Requested, Span, error_class
+from .root import Claim, Mapping, Root, RootInfo
+from .weights import Component, LoadProgress, Weights
+
+
+def library_path():
+    """The path librootspan was loaded from (loading it if needed)."""
+    from . import _library
+    return _library.path()
+
+
+def version():
+    """librootspan's version string."""
+    from . import _library
+    return _library.get().rootspan_version().decode()
+
+
+__all__ = ["Context", "DeviceInfo", "ProviderReport", "Root", "RootInfo", "Claim", "Mapping", "Weights",
+           "Component", "LoadProgress", "Error", "Span", "Requested", "LibraryNotFoundError", "dlpack",
+           "error_class", "library_path", "version"] + [cls.__name__ for cls in ERROR_CLASSES.values()]

@@ -1,0 +1,185 @@
+"""The C ABI of librootspan as ctypes declarations: the structs of
+rootspan/types.h, rootspan.h and weights.h field for field, their enum
+constants, and the prototype of every function the package calls.
+
+Handles (contexts, roots, claims, mappings, weights, errors) cross as
+c_void_p. Every struct starts with struct_size; `sized()` sets it.
+"""
+import ctypes
+from ctypes import (POINTER, Structure, c_char, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64,
+                    c_void_p)
+
+# ---- status codes (types.h); pinned, new ones only ever appended ----------
+STATUS_NAMES = (
+    "Ok", "InvalidArgument", "RangeOverflow", "InvalidAlignment", "MisalignedOffset", "OffsetOverflow",
+    "OutsideRootExtent", "InvalidKey", "DomainNotGranted", "DuplicateIdentity", "RootIdExhausted", "Busy",
+    "ReadOnly", "Conflict", "DTypeMismatch", "LengthMismatch", "Misaligned", "Unsupported", "InvalidRequest",
+    "ProviderFailure", "NotFound", "OutOfMemory", "InvalidManifest", "PluginRejected", "AbiMismatch",
+    "NoProvider", "Io", "InvalidCheckpoint", "InvalidSchema", "InvalidPayload", "Cancelled")
+OK = 0
+ERR_INVALID_ARGUMENT = 1
+ERR_BUSY = 11
+ERR_NOT_FOUND = 20
+ERR_CANCELLED = 30
+
+# ---- element types (types.h), indexed by value -----------------------------
+DTYPE_NAMES = ("NONE", "BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16", "F32", "F64",
+               "C32", "C64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2")
+DTYPE_NONE = 0
+DTYPE_U8 = 2
+
+CLAIM_SHARED = 0
+CLAIM_EXCLUSIVE = 1
+
+MEMORY_KINDS = {"host": 0, "device": 1, "host_pinned": 2}
+ORIGINS = ("static", "manifest", "embedded")
+STATES = ("loaded", "skipped", "failed")
+REQUESTED_KINDS = ("none", "range", "key_range", "root_key_range")
+
+LOAD_STRATEGIES = {"mmap": 0, "read": 1}
+ENCODINGS = ("dense", "block_quantized")
+
+
+class Key(Structure):
+    _fields_ = [("domain", c_uint64), ("local", c_uint64)]
+
+
+class DeviceInfo(Structure):
+    _fields_ = [("struct_size", c_size_t), ("ordinal", c_uint32), ("name", c_char * 128),
+                ("pci_bus_id", c_char * 32), ("total_memory_bytes", c_uint64), ("free_memory_bytes", c_uint64)]
+
+
+class Requested(Structure):
+    _fields_ = [("struct_size", c_size_t), ("kind", c_int32), ("root_id", c_uint64), ("key", Key),
+                ("offset", c_uint64), ("length", c_uint64)]
+
+
+class Span(Structure):
+    _fields_ = [("struct_size", c_size_t), ("root_id", c_uint64), ("offset", c_uint64), ("length", c_uint64),
+                ("alignment", c_uint64)]
+
+
+class ContextOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("no_static_providers", c_int32), ("manifests", POINTER(c_char_p)),
+                ("manifest_count", c_size_t), ("discover_manifests", c_int32)]
+
+
+class ProviderReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("name", c_char_p), ("kind", c_char_p), ("origin", c_int32),
+                ("state", c_int32), ("library", c_char_p), ("manifest", c_char_p), ("abi_major", c_uint32),
+                ("abi_minor", c_uint32), ("device_count", c_uint32), ("priority", c_int32), ("policy", c_char_p),
+                ("reason", c_char_p), ("code", c_int32)]
+
+
+class RootInfo(Structure):
+    _fields_ = [("struct_size", c_size_t), ("root_id", c_uint64), ("key", Key), ("byte_offset", c_uint64),
+                ("byte_length", c_uint64), ("alignment", c_uint64), ("dtype", c_int32), ("read_only", c_int32),
+                ("host_accessible", c_int32), ("device", c_uint32), ("provider", c_char_p)]
+
+
+class AllocateOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("provider", c_char_p), ("device", c_uint32), ("memory_kind", c_int32),
+                ("byte_length", c_uint64), ("alignment", c_uint64), ("dtype", c_int32)]
+
+
+# void (*deleter)(void *deleter_context, void *data)
+HOST_DELETER = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class HostImport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("provider", c_char_p), ("data", c_void_p), ("byte_length", c_uint64),
+                ("alignment", c_uint64), ("dtype", c_int32), ("read_only", c_int32), ("deleter", HOST_DELETER),
+                ("deleter_context", c_void_p)]
+
+
+class Range(Structure):
+    _fields_ = [("offset", c_uint64), ("length", c_uint64)]
+
+
+class LoadProgress(Structure):
+    _fields_ = [("struct_size", c_size_t), ("component", c_char_p), ("component_index", c_uint64),
+                ("component_count", c_uint64), ("bytes_done", c_uint64), ("bytes_total", c_uint64)]
+
+
+# int (*progress)(void *progress_context, const rootspan_load_progress *progress)
+PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(LoadProgress))
+
+
+class LoadOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("schema_path", c_char_p), ("provider", c_char_p), ("device", c_uint32),
+                ("strategy", c_int32), ("progress", PROGRESS_FN), ("progress_context", c_void_p)]
+
+
+class ComponentInfo(Structure):
+    _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("root", c_void_p), ("byte_length", c_uint64),
+                ("segments", c_uint64), ("zero_copy", c_int32),
+                # appended later (the embedder's fields): placement and layout
+                ("read_only", c_int32), ("dtype", c_int32), ("role", c_int32), ("encoding", c_int32),
+                ("format_id", c_char_p), ("values_per_block", c_uint64), ("bytes_per_block", c_uint64),
+                ("rank", c_uint32), ("shape", POINTER(c_uint64))]
+
+
+def sized(struct_type):
+    """A zeroed struct whose struct_size says it is this (full) version."""
+    value = struct_type()
+    value.struct_size = ctypes.sizeof(struct_type)
+    return value
+
+
+_P = c_void_p
+_PP = POINTER(c_void_p)
+_ERR = POINTER(c_void_p)
+_U64P = POINTER(c_uint64)
+_SIZEP = POINTER(c_size_t)
+
+# name: (restype, argtypes). Every one of them must be exported by the library.
+PROTOTYPES = {
+    "rootspan_version": (c_char_p, []),
+    "rootspan_status_name": (c_char_p, [c_int32]),
+    "rootspan_dtype_name": (c_char_p, [c_int32]),
+    "rootspan_dtype_size": (c_uint64, [c_int32]),
+    "rootspan_error_code": (c_int32, [_P]),
+    "rootspan_error_operation": (c_char_p, [_P]),
+    "rootspan_error_message": (c_char_p, [_P]),
+    "rootspan_error_cause": (c_char_p, [_P]),
+    "rootspan_error_policy": (c_char_p, [_P]),
+    "rootspan_error_requested": (c_int32, [_P, POINTER(Requested)]),
+    "rootspan_error_resolution": (c_int, [_P, POINTER(Span)]),
+    "rootspan_error_values": (c_int, [_P, _U64P, _U64P]),
+    "rootspan_error_free": (None, [_P]),
+    "rootspan_context_create": (c_int32, [POINTER(ContextOptions), _PP, _ERR]),
+    "rootspan_context_destroy": (c_int32, [_P, _U64P]),
+    "rootspan_provider_report_count": (c_int32, [_P, _SIZEP]),
+    "rootspan_provider_report_get": (c_int32, [_P, c_size_t, POINTER(ProviderReport)]),
+    "rootspan_manifest_count": (c_int32, [_P, _SIZEP]),
+    "rootspan_manifest_path": (c_char_p, [_P, c_size_t]),
+    "rootspan_provider_device_info": (c_int32, [_P, c_char_p, c_uint32, POINTER(DeviceInfo), _ERR]),
+    "rootspan_root_allocate": (c_int32, [_P, POINTER(AllocateOptions), _PP, _ERR]),
+    "rootspan_root_import_host": (c_int32, [_P, POINTER(HostImport), _PP, _ERR]),
+    "rootspan_root_get_info": (c_int32, [_P, POINTER(RootInfo)]),
+    "rootspan_root_release": (c_int32, [_P, _ERR]),
+    "rootspan_span_derive": (c_int32, [_P, c_uint64, c_uint64, POINTER(Span), _ERR]),
+    "rootspan_claim_acquire": (c_int32, [_P, c_uint64, c_uint64, c_int32, _PP, _ERR]),
+    "rootspan_claim_split": (c_int32, [_P, POINTER(Range), c_size_t, _PP, _ERR]),
+    "rootspan_claim_get_span": (c_int32, [_P, POINTER(Span), POINTER(c_int32)]),
+    "rootspan_claim_release": (c_int32, [_P, _ERR]),
+    "rootspan_map_read": (c_int32, [_P, c_int32, c_uint64, c_uint64, _PP, _ERR]),
+    "rootspan_map_write": (c_int32, [_P, c_int32, c_uint64, c_uint64, _PP, _ERR]),
+    "rootspan_mapping_data": (c_void_p, [_P]),
+    "rootspan_mapping_length": (c_uint64, [_P]),
+    "rootspan_unmap": (c_int32, [_P]),
+    "rootspan_copy_from_host": (c_int32, [_P, c_uint64, c_void_p, c_uint64, _ERR]),
+    "rootspan_copy_to_host": (c_int32, [_P, c_uint64, c_void_p, c_uint64, _ERR]),
+    "rootspan_weights_load": (c_int32, [_P, c_char_p, POINTER(LoadOptions), _PP, _ERR]),
+    "rootspan_weights_provider": (c_char_p, [_P]),
+    "rootspan_weights_component_count": (c_int32, [_P, _SIZEP]),
+    "rootspan_weights_component": (c_int32, [_P, c_size_t, POINTER(ComponentInfo)]),
+    "rootspan_weights_find": (c_int32, [_P, c_char_p, _SIZEP]),
+    "rootspan_role_name": (c_char_p, [c_int32]),
+    "rootspan_weights_skipped_count": (c_int32, [_P, _SIZEP]),
+    "rootspan_weights_skipped": (c_int32, [_P, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),
+    "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
+    "rootspan_weights_free": (c_int32, [_P, _ERR]),
+    "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
+    "rootspan_string_free": (None, [c_void_p]),
+}

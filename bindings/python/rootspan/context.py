@@ -1,0 +1,293 @@
+"""Contexts: the providers rootspan loaded, and the roots made from them.
+
+close() (or the end of a with block) frees every open Weights, releases the
+roots still live and shuts the providers down. While a memoryview, numpy
+array or DLPack consumer still uses memory of the context, close() raises
+BusyError and changes nothing; a with block unwound by an exception, and
+garbage collection, instead close as soon as the last such user lets go.
+"""
+import ctypes
+import os
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from . import _abi, _library, dtypes, errors
+from .root import Root, _check_bool, _check_int
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device of a provider."""
+    ordinal: int
+    name: str
+    pci_bus_id: str  # "" when the device has none
+    total_memory_bytes: int
+    free_memory_bytes: int
+
+
+@dataclass(frozen=True)
+class ProviderReport:
+    """One provider the context knows of, loaded or not, and why."""
+    name: str
+    kind: str
+    origin: str  # "static", "manifest" or "embedded"
+    state: str  # "loaded", "skipped" or "failed"
+    library: Optional[str]
+    manifest: Optional[str]
+    abi: tuple  # (major, minor); (0, 0) when never negotiated
+    device_count: int
+    priority: int
+    policy: Optional[str]  # the loader rule that skipped it ("L4")
+    reason: Optional[str]  # why it was skipped, failed, or has no device
+    code: int  # the status that skipped or failed it; 0 when loaded
+    devices: List[DeviceInfo] = field(default_factory=list)
+
+    @property
+    def error_name(self):
+        return _abi.STATUS_NAMES[self.code] if 0 <= self.code < len(_abi.STATUS_NAMES) else "Unknown"
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if value is not None else None
+
+
+class _ContextState:
+    """What outlives the Context object: the handle, and everything whose life depends on it."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.handle = None  # rootspan_context *, None once destroyed
+        self.closing = False  # close() was asked for: no new operations
+        self.lock = threading.RLock()
+        self.leases = 0  # mappings live (memory in Python's hands)
+        self.children = weakref.WeakSet()  # Root and Claim objects, invalidated by destroy
+        self.weights = weakref.WeakSet()  # weights states, freed before destroy
+
+    def require_open(self, operation):
+        if self.handle is None or self.closing:
+            raise ValueError(f"{operation}: the context is closed")
+
+    def after_release(self, root):
+        """A claim or mapping went: finish a close that was waiting for it."""
+        owner = root._owner
+        if owner is not None and owner.pending:
+            owner.free_quietly()
+        if self.closing and self.leases == 0:
+            self.destroy()
+
+    def destroy(self):
+        """Frees the open weights and destroys the context; returns the roots that were still live."""
+        with self.lock:
+            if self.handle is None:
+                return 0
+            for weights in list(self.weights):
+                weights.free_quietly()
+                weights.handle = None  # still claimed by hand: the context releases its roots below
+            live = ctypes.c_uint64()
+            self.lib.rootspan_context_destroy(self.handle, ctypes.byref(live))
+            self.handle = None
+            for child in list(self.children):
+                child._handle = None
+            return live.value
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+def _paths(values, what):
+    if isinstance(values, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a list of paths, not a single {type(values).__name__}")
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of paths, got {type(values).__name__}") from None
+    out = []
+    for item in items:
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise TypeError(f"{what} entries must be paths (str or os.PathLike), got {type(item).__name__} {item!r}")
+        out.append(os.fsencode(item))
+    return out
+
+
+class Context:
+    """A rootspan context.
+
+    manifests: None discovers provider manifests as the `rootspan` program does
+    (ROOTSPAN_MANIFEST, then the installed manifest.d folders); a list names
+    exactly the manifests to read ([] reads none). no_static=True leaves out the
+    providers compiled into the library (the host provider among them)."""
+
+    def __init__(self, manifests=None, no_static=False):
+        _check_bool(no_static, "no_static")
+        encoded = None if manifests is None else _paths(manifests, "manifests")
+        lib = _library.get()
+        self._state = _ContextState(lib)
+        options = _abi.sized(_abi.ContextOptions)
+        options.no_static_providers = 1 if no_static else 0
+        if encoded is None:
+            options.discover_manifests = 1
+        else:
+            array = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
+            options.manifests = ctypes.cast(array, ctypes.POINTER(ctypes.c_char_p))
+            options.manifest_count = len(encoded)
+        out = ctypes.c_void_p()
+        errors.check(lib, lib.rootspan_context_create, ctypes.byref(options), ctypes.byref(out))
+        self._state.handle = out.value
+
+    # ---- lifetime -----------------------------------------------------------
+
+    @property
+    def closed(self):
+        return self._state.handle is None or self._state.closing
+
+    def close(self):
+        """Destroys the context; returns how many roots were still live (0 when everything was released).
+
+        BusyError, changing nothing, while memory of the context is still in
+        use by a view, array or DLPack consumer."""
+        state = self._state
+        with state.lock:
+            if state.handle is None:
+                return 0
+            if state.leases:
+                raise errors.BusyError(
+                    f"context_destroy: {state.leases} mapping(s) of this context are still in use by memoryviews, "
+                    "arrays or DLPack consumers; close the mappings and drop those objects first",
+                    operation="context_destroy", cause="memory of this context is still in use",
+                    expected=0, actual=state.leases)
+            state.closing = True
+            return state.destroy()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+            return
+        try:  # an exception is unwinding: close now if nothing holds memory, else when the last user goes
+            self.close()
+        except errors.BusyError:
+            self._state.closing = True
+
+    def __del__(self):
+        # Garbage: nothing refers to the context or its roots any more, only
+        # memory handed out may; the last of it finishes the close.
+        state = getattr(self, "_state", None)
+        if state is None:
+            return
+        try:
+            with state.lock:
+                state.closing = True
+                if state.leases == 0:
+                    state.destroy()
+        except Exception:
+            pass
+
+    def _live(self, operation):
+        self._state.require_open(operation)
+        return self._state.handle
+
+    # ---- providers ------------------------------------------------------------
+
+    def providers(self):
+        """The provider report: every provider the context knows of, with the devices of loaded ones."""
+        handle = self._live("providers")
+        lib = self._state.lib
+        count = ctypes.c_size_t()
+        errors.check_plain(lib.rootspan_provider_report_count(handle, ctypes.byref(count)), "providers",
+                           "rootspan_provider_report_count failed")
+        out = []
+        for i in range(count.value):
+            r = _abi.sized(_abi.ProviderReport)
+            errors.check_plain(lib.rootspan_provider_report_get(handle, i, ctypes.byref(r)), "providers",
+                               f"rootspan_provider_report_get({i}) failed")
+            name = _text(r.name)
+            devices = []
+            if r.state == 0:
+                for ordinal in range(r.device_count):
+                    d = _abi.sized(_abi.DeviceInfo)
+                    errors.check(lib, lib.rootspan_provider_device_info, handle, r.name, ordinal, ctypes.byref(d))
+                    devices.append(DeviceInfo(d.ordinal, _text(d.name), _text(d.pci_bus_id), d.total_memory_bytes,
+                                              d.free_memory_bytes))
+            out.append(ProviderReport(
+                name, _text(r.kind), _abi.ORIGINS[r.origin] if 0 <= r.origin < 3 else str(r.origin),
+                _abi.STATES[r.state] if 0 <= r.state < 3 else str(r.state), _text(r.library), _text(r.manifest),
+                (r.abi_major, r.abi_minor), r.device_count, r.priority, _text(r.policy), _text(r.reason), r.code,
+                devices))
+        return out
+
+    def manifests(self):
+        """The manifest paths read, in order."""
+        handle = self._live("manifests")
+        lib = self._state.lib
+        count = ctypes.c_size_t()
+        errors.check_plain(lib.rootspan_manifest_count(handle, ctypes.byref(count)), "manifests",
+                           "rootspan_manifest_count failed")
+        return [_text(lib.rootspan_manifest_path(handle, i)) for i in range(count.value)]
+
+    def _provider_kind(self, name):
+        for report in self.providers():
+            if report.name == name:
+                return report.kind
+        return None
+
+    # ---- roots ----------------------------------------------------------------
+
+    def allocate(self, nbytes, provider="host", *, device=0, memory="host", alignment=0, dtype=None):
+        """A new root of nbytes bytes from a provider.
+
+        memory: "host", "device" or "host_pinned"; alignment: a power of two
+        (0: 64); dtype: an element type name ("F32") or numpy dtype, or None
+        for an untyped root."""
+        _check_int(nbytes, "nbytes")
+        _check_int(device, "device")
+        _check_int(alignment, "alignment")
+        if not isinstance(provider, str):
+            raise TypeError(f"provider must be a str, got {type(provider).__name__}")
+        if memory not in _abi.MEMORY_KINDS:
+            raise ValueError(f"memory must be one of {', '.join(_abi.MEMORY_KINDS)}, got {memory!r}")
+        handle = self._live("allocate")
+        options = _abi.sized(_abi.AllocateOptions)
+        options.provider = provider.encode()
+        options.device = device
+        options.memory_kind = _abi.MEMORY_KINDS[memory]
+        options.byte_length = nbytes
+        options.alignment = alignment
+        options.dtype = dtypes.code(dtype)
+        out = ctypes.c_void_p()
+        lib = self._state.lib
+        errors.check(lib, lib.rootspan_root_allocate, handle, ctypes.byref(options), ctypes.byref(out))
+        return Root(self, out.value)
+
+    def import_host(self, buffer, *, read_only=None, dtype=None, provider=None):
+        """A root over the memory of a bytes-like object, with no copy.
+
+        The object stays exported (a bytearray cannot be resized) until the root
+        is released. read_only None follows the buffer (bytes: read-only);
+        read_only=False on a read-only buffer raises BufferError."""
+        if read_only is not None:
+            _check_bool(read_only, "read_only")
+        if provider is not None and not isinstance(provider, str):
+            raise TypeError(f"provider must be a str or None, got {type(provider).__name__}")
+        handle = self._live("import_unique_root")
+        from . import _host_import
+        return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
+
+    def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None):
+        """Loads a checkpoint (one safetensors file, or a folder with model.safetensors.index.json).
+
+        schema: a component schema file (None: one component per tensor);
+        provider: a provider name or "auto"; strategy: "mmap" or "read";
+        progress: called with a LoadProgress per component; returning False
+        cancels the load (CancelledError). Returns Weights."""
+        from .weights import load
+        return load(self, path, schema, provider, device, strategy, progress)
+
+    def __repr__(self):
+        return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

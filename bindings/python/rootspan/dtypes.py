@@ -1,0 +1,103 @@
+"""Element types: rootspan's names (the strings the library and safetensors
+use, "F32", "BF16"), their numpy dtypes where numpy has one, and their DLPack
+type codes.
+"""
+from . import _abi
+
+# name -> (bits, numpy typestr or None, DLPack (type code, bits))
+# DLPack codes: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool, and the
+# 1.1 low-precision floats: 10 float8_e4m3fn, 12 float8_e5m2,
+# 14 float8_e8m0fnu, 15 float6_e2m3fn, 16 float6_e3m2fn, 17 float4_e2m1fn.
+_TABLE = {
+    "BOOL": (8, "|b1", (6, 8)),
+    "U8": (8, "|u1", (1, 8)),
+    "I8": (8, "|i1", (0, 8)),
+    "U16": (16, "<u2", (1, 16)),
+    "I16": (16, "<i2", (0, 16)),
+    "U32": (32, "<u4", (1, 32)),
+    "I32": (32, "<i4", (0, 32)),
+    "U64": (64, "<u8", (1, 64)),
+    "I64": (64, "<i8", (0, 64)),
+    "F16": (16, "<f2", (2, 16)),
+    "BF16": (16, None, (4, 16)),
+    "F32": (32, "<f4", (2, 32)),
+    "F64": (64, "<f8", (2, 64)),
+    "C32": (64, "<c8", (5, 64)),  # two F32
+    "C64": (128, "<c16", (5, 128)),  # two F64
+    "F8_E5M2": (8, None, (12, 8)),
+    "F8_E4M3": (8, None, (10, 8)),
+    "F8_E8M0": (8, None, (14, 8)),
+    "F4": (4, None, (17, 4)),
+    "F6_E2M3": (6, None, (15, 6)),
+    "F6_E3M2": (6, None, (16, 6)),
+}
+
+
+def name(code):
+    """The name of a rootspan_dtype value ("NONE" for untyped bytes)."""
+    if 0 <= code < len(_abi.DTYPE_NAMES):
+        return _abi.DTYPE_NAMES[code]
+    return f"unknown({code})"
+
+
+def code(value):
+    """The rootspan_dtype value of a name ("F32"), a numpy dtype, or None (untyped).
+
+    Names are upper case, as the library spells them: "f4" is numpy's float32,
+    "F4" rootspan's 4-bit float. A lower-case name numpy does not know ("bf16")
+    is taken as rootspan's."""
+    if value is None:
+        return _abi.DTYPE_NONE
+    if isinstance(value, str) and value in _abi.DTYPE_NAMES:
+        return _abi.DTYPE_NAMES.index(value)
+    try:
+        import numpy
+        typestr = numpy.dtype(value).str
+    except ImportError:
+        typestr = None
+    except TypeError:
+        if isinstance(value, str):  # "bf16": a rootspan name in lower case, and no numpy type
+            if value.upper() in _abi.DTYPE_NAMES:
+                return _abi.DTYPE_NAMES.index(value.upper())
+            typestr = None
+        else:
+            raise TypeError(f"dtype must be a rootspan dtype name such as 'F32', a numpy dtype, or None; "
+                            f"got {type(value).__name__} {value!r}") from None
+    if typestr is None:
+        raise ValueError(f"unknown dtype {value!r}; expected one of {', '.join(_abi.DTYPE_NAMES)} "
+                         "or a numpy dtype")
+    for dtype_name, (_, np_typestr, _) in _TABLE.items():
+        if np_typestr == typestr or (np_typestr and np_typestr[1:] == typestr[1:] and typestr[0] in "=|<"):
+            return _abi.DTYPE_NAMES.index(dtype_name)
+    raise ValueError(f"numpy dtype {typestr} has no rootspan element type")
+
+
+def bits(dtype_name):
+    """Bits per element; 8 for untyped bytes."""
+    return 8 if dtype_name == "NONE" else _TABLE[dtype_name][0]
+
+
+def numpy_typestr(dtype_name):
+    """numpy's type string ("<f4"), or None where numpy has no such type."""
+    if dtype_name == "NONE":
+        return "|u1"
+    return _TABLE[dtype_name][1]
+
+
+def numpy_dtype(dtype_name):
+    """The numpy dtype, or None where numpy has none (BF16, F8, F6, F4) or numpy is missing."""
+    typestr = numpy_typestr(dtype_name)
+    if typestr is None:
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy.dtype(typestr)
+
+
+def dlpack_type(dtype_name):
+    """(DLPack type code, bits) of an element type."""
+    if dtype_name == "NONE":
+        return (1, 8)
+    return _TABLE[dtype_name][2]

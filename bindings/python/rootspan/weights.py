@@ -1,0 +1,267 @@
+"""Loaded checkpoints: Weights, a read-only mapping from component id to Component.
+
+Weights own their components' roots. close() (or the end of a with block)
+frees them, and raises BusyError, freeing nothing, while a component is still
+claimed — by a numpy array, a memoryview, or a DLPack consumer such as a torch
+tensor. Weights that are garbage while consumers still hold components are
+freed when the last consumer lets go.
+"""
+import collections.abc
+import ctypes
+import os
+import sys
+from dataclasses import dataclass
+
+from . import _abi, dtypes, errors
+from .root import Root, _Exportable, _check_int
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """Where a load stands, as passed to a progress callable."""
+    component: str
+    index: int
+    count: int
+    bytes_done: int
+    bytes_total: int
+
+
+class _WeightsState:
+    """The rootspan_weights handle; freed when close() succeeds or when nothing refers to it any more."""
+
+    def __init__(self, context, handle):
+        self.context_state = context._state
+        self.handle = handle
+        self.pending = False  # a close waits for the last claim on a component
+        context._state.weights.add(self)
+
+    def free(self):
+        state = self.context_state
+        with state.lock:
+            if self.handle is None or state.handle is None:
+                self.handle = None
+                return
+            errors.check(state.lib, state.lib.rootspan_weights_free, self.handle)
+            self.handle = None
+
+    def free_quietly(self):
+        try:
+            self.free()
+        except errors.Error:
+            pass
+
+    def __del__(self):
+        try:
+            self.free_quietly()
+        except Exception:
+            pass
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if value is not None else None
+
+
+class Component(_Exportable):
+    """One loaded component: its layout, and its memory as numpy (no copy) or DLPack.
+
+    dtype is the element type's name ("F32"; "U8" for block-quantized bytes)
+    and numpy_dtype its numpy dtype, or None where numpy has none. shape is the
+    schema's: for a block-quantized component, the block grid. The exported
+    tensor (numpy(), DLPack) of a block-quantized component is U8 with shape
+    grid + (bytes_per_block,)."""
+
+    def __init__(self, weights, index, info):
+        self._wstate = weights._wstate  # not the Weights object: no reference cycle
+        self.index = index
+        self.id = _text(info.id)
+        self.root = Root(weights._context, info.root, owner=self._wstate)
+        self.nbytes = info.byte_length
+        self.segments = info.segments
+        self.zero_copy = bool(info.zero_copy)
+        self.read_only = bool(info.read_only)
+        self.dtype = dtypes.name(info.dtype)
+        self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
+        lib = weights._context._state.lib
+        self.role = _text(lib.rootspan_role_name(info.role))
+        self.encoding = _abi.ENCODINGS[info.encoding] if 0 <= info.encoding < len(_abi.ENCODINGS) else \
+            str(info.encoding)
+        self.format_id = _text(info.format_id)
+        self.values_per_block = info.values_per_block
+        self.bytes_per_block = info.bytes_per_block
+        self.shape = tuple(info.shape[i] for i in range(info.rank))
+
+    def _live(self, operation):
+        if self._wstate.handle is None:
+            raise ValueError(f"{operation}: the weights are closed")
+        self._wstate.context_state.require_open(operation)
+
+    def _export_root(self):
+        self._live("export")
+        return self.root
+
+    def _export_layout(self):
+        self._live("export")
+        if self.encoding == "block_quantized":
+            return "U8", self.shape + (self.bytes_per_block,), self.read_only
+        return self.dtype, self.shape, self.read_only
+
+    def _export_lease(self):
+        return self.root._export_lease()
+
+    def _export_what(self):
+        return f"component {self.id!r}"
+
+    def sha256(self):
+        """The SHA-256 (hex) of the component's bytes as they lie in provider memory."""
+        self._live("verify")
+        state = self._wstate.context_state
+        out = ctypes.create_string_buffer(65)
+        errors.check(state.lib, state.lib.rootspan_weights_component_sha256, self._wstate.handle, self.index, out)
+        return out.value.decode()
+
+    def __repr__(self):
+        flags = [f for f, on in (("zero-copy", self.zero_copy), ("read-only", self.read_only)) if on]
+        return (f"<rootspan.Component {self.id!r} {self.dtype}{list(self.shape)} {self.nbytes} bytes {self.role} "
+                f"{self.encoding}{' ' + ' '.join(flags) if flags else ''}>")
+
+
+class Weights(collections.abc.Mapping):
+    """The components of a load, by id, in load order."""
+
+    def __init__(self, context, handle):
+        self._context = context
+        self._wstate = _WeightsState(context, handle)
+        lib = context._state.lib
+        self.provider = _text(lib.rootspan_weights_provider(handle))
+        count = ctypes.c_size_t()
+        errors.check_plain(lib.rootspan_weights_component_count(handle, ctypes.byref(count)), "weights",
+                           "rootspan_weights_component_count failed")
+        self._components = []
+        for i in range(count.value):
+            info = _abi.sized(_abi.ComponentInfo)
+            errors.check_plain(lib.rootspan_weights_component(handle, i, ctypes.byref(info)), "weights",
+                               f"rootspan_weights_component({i}) failed")
+            self._components.append(Component(self, i, info))
+        self._skipped = {}
+        skipped = ctypes.c_size_t()
+        errors.check_plain(lib.rootspan_weights_skipped_count(handle, ctypes.byref(skipped)), "weights",
+                           "rootspan_weights_skipped_count failed")
+        for i in range(skipped.value):
+            cid, reason = ctypes.c_char_p(), ctypes.c_char_p()
+            errors.check_plain(lib.rootspan_weights_skipped(handle, i, ctypes.byref(cid), ctypes.byref(reason)),
+                               "weights", f"rootspan_weights_skipped({i}) failed")
+            self._skipped[_text(cid.value)] = _text(reason.value)
+
+    def _live(self, operation):
+        if self._wstate.handle is None:
+            raise ValueError(f"{operation}: the weights are closed")
+        self._context._state.require_open(operation)
+        return self._wstate.handle
+
+    @property
+    def closed(self):
+        return self._wstate.handle is None
+
+    @property
+    def skipped(self):
+        """Optional components left out because their sources are missing: id -> reason."""
+        return dict(self._skipped)
+
+    def __getitem__(self, component_id):
+        handle = self._live("find_component")
+        if not isinstance(component_id, str):
+            raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
+        index = ctypes.c_size_t()
+        status = self._context._state.lib.rootspan_weights_find(handle, component_id.encode(), ctypes.byref(index))
+        if status == _abi.ERR_NOT_FOUND:
+            hint = f" (skipped: {self._skipped[component_id]})" if component_id in self._skipped else ""
+            raise KeyError(f"no loaded component has the id {component_id!r}{hint}")
+        errors.check_plain(status, "find_component", f"rootspan_weights_find({component_id!r}) failed")
+        return self._components[index.value]
+
+    def __contains__(self, component_id):
+        return isinstance(component_id, str) and component_id in self._ids()
+
+    def _ids(self):
+        self._live("components")
+        return {c.id for c in self._components}
+
+    def __iter__(self):
+        self._live("components")
+        return iter([c.id for c in self._components])
+
+    def __len__(self):
+        self._live("components")
+        return len(self._components)
+
+    def close(self):
+        """Frees the weights and their roots. BusyError, freeing nothing, while a component is claimed."""
+        if self._wstate.handle is None:
+            return
+        self._context._state.require_open("release_root")
+        self._wstate.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:  # an exception is unwinding: free now if nothing holds a component, else when the last one goes
+            self._wstate.pending = True
+            self._wstate.free_quietly()
+
+    def __repr__(self):
+        if self.closed:
+            return "<rootspan.Weights closed>"
+        return f"<rootspan.Weights {len(self._components)} components in {self.provider}>"
+
+
+def _progress_trampoline(callback, failure):
+    def call(_context, progress):
+        try:
+            p = progress.contents
+            result = callback(LoadProgress(_text(p.component), p.component_index, p.component_count, p.bytes_done,
+                                           p.bytes_total))
+            return 1 if result is False else 0
+        except BaseException:  # cancel, and raise it once the load has unwound
+            failure.append(sys.exc_info()[1])
+            return 1
+    return _abi.PROGRESS_FN(call)
+
+
+def _path(value, what):
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}")
+    return os.fsencode(value)
+
+
+def load(context, path, schema, provider, device, strategy, progress):
+    path_c = _path(path, "path")
+    schema_c = None if schema is None else _path(schema, "schema")
+    if not isinstance(provider, str):
+        raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
+    _check_int(device, "device")
+    if strategy not in _abi.LOAD_STRATEGIES:
+        raise ValueError(f"strategy must be 'mmap' or 'read', got {strategy!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
+    handle = context._live("load_component")
+    lib = context._state.lib
+    options = _abi.sized(_abi.LoadOptions)
+    options.schema_path = schema_c
+    options.provider = provider.encode()
+    options.device = device
+    options.strategy = _abi.LOAD_STRATEGIES[strategy]
+    failure = []
+    if progress is not None:
+        trampoline = _progress_trampoline(progress, failure)
+        options.progress = trampoline
+    out = ctypes.c_void_p()
+    try:
+        errors.check(lib, lib.rootspan_weights_load, handle, path_c, ctypes.byref(options), ctypes.byref(out))
+    except errors.CancelledError as cancelled:
+        if failure:
+            raise failure[0] from cancelled
+        raise
+    return Weights(context, out.value)  # its state frees the handle should anything below fail

@@ -1,0 +1,337 @@
+#!/usr/bin/python3
+"""ctx.load from Python: every component of the example checkpoint against
+the file's own bytes (read here with json + struct) under both strategies,
+the component layout fields, read-only zero-copy regions, the lifetime of
+weights held by consumers, progress and cancellation, bad input, and no
+leak over repeated loads."""
+import gc
+import os
+import struct
+import sys
+import tempfile
+import threading
+import unittest
+
+try:
+    import numpy
+    import torch
+    import torch.utils.dlpack
+except ImportError as missing:
+    print(f"skipped: {missing} (the weights suite needs numpy and torch)")
+    sys.exit(77)
+
+import rootspan
+from rootspan import dlpack
+from support import (ELEMENT_BYTES, EXAMPLE, EXAMPLE_SCHEMA, Consumed, checkpoint_tensors, context, rss_kib,
+                     schema_components, write_safetensors)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.ctx = context()
+        self.exports_before = dlpack.live_exports()
+
+    def tearDown(self):
+        gc.collect()
+        self.assertEqual(dlpack.live_exports(), self.exports_before, "an export was never deleted")
+        self.assertEqual(self.ctx.close(), 0, "a test left a root live")
+
+
+class ExampleCheckpoint(Base):
+    def test_components_match_the_files_bytes(self):
+        tensors = checkpoint_tensors(EXAMPLE)
+        schema = schema_components(EXAMPLE_SCHEMA)
+        for strategy in ("mmap", "read"):
+            with self.subTest(strategy=strategy), self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA,
+                                                                strategy=strategy) as weights:
+                self.assertEqual(weights.provider, "host")
+                self.assertEqual(list(weights), [c["id"] for c in schema.values() if c["id"] in weights])
+                self.assertEqual(set(weights.skipped), {"layers.0.attn.q.scales"})
+                self.assertNotIn("layers.0.attn.q.scales", weights)
+                for cid, component in weights.items():
+                    spec = schema[cid]
+                    expected = b"".join(tensors[name][2] for name in spec["sources"])
+                    array = component.numpy()
+                    self.assertEqual(array.tobytes(), expected, cid)
+                    self.assertEqual(component.nbytes, len(expected))
+                    self.assertEqual(component.segments, len(spec["sources"]))
+                    self.assertEqual(component.shape, tuple(spec["dimensions"]))
+                    self.assertEqual(component.role, spec["role"])
+                    if "dense" in spec["encoding"]:
+                        element = spec["encoding"]["dense"]["element_type"]
+                        self.assertEqual((component.encoding, component.dtype), ("dense", element))
+                        self.assertEqual(component.numpy_dtype, numpy.dtype(array.dtype))
+                        self.assertEqual(array.shape, component.shape)
+                        self.assertIsNone(component.format_id)
+                    else:
+                        block = spec["encoding"]["block_quantized"]
+                        self.assertEqual((component.encoding, component.dtype, component.format_id,
+                                          component.values_per_block, component.bytes_per_block),
+                                         ("block_quantized", "U8", block["format_id"], block["values_per_block"],
+                                          block["bytes_per_block"]))
+                        self.assertEqual(array.shape, component.shape + (block["bytes_per_block"],))
+                    zero_copy = strategy == "mmap" and len(spec["sources"]) == 1
+                    self.assertEqual(component.zero_copy, zero_copy, cid)
+                    self.assertEqual(component.read_only, zero_copy, cid)
+                    self.assertEqual(array.flags.writeable, not zero_copy, cid)
+                    self.assertEqual(component.sha256(), __import__("hashlib").sha256(expected).hexdigest())
+                    del array
+
+    def test_default_schema_is_one_component_per_tensor(self):
+        tensors = checkpoint_tensors(EXAMPLE)
+        with self.ctx.load(EXAMPLE) as weights:
+            self.assertEqual(set(weights), set(tensors))
+            for name, (dtype, shape, data) in tensors.items():
+                component = weights[name]
+                self.assertEqual((component.dtype, component.shape, component.role, component.encoding),
+                                 (dtype, shape, "values", "dense"))
+                tensor = torch.utils.dlpack.from_dlpack(component.__dlpack__(copy=True))
+                self.assertEqual(tensor.numpy().tobytes(), data)
+                del tensor
+
+    def test_torch_and_numpy_share_a_copied_component(self):
+        with self.ctx.load(EXAMPLE, strategy="read") as weights:
+            component = weights["model.norm.weight"]
+            self.assertFalse(component.read_only)
+            array = numpy.from_dlpack(component)  # numpy < 2.1 marks every DLPack import read-only
+            tensor = torch.utils.dlpack.from_dlpack(component)
+            self.assertEqual(array.ctypes.data, tensor.data_ptr())
+            tensor[0] = 42.0
+            self.assertEqual(array[0], 42.0)
+            del array, tensor
+
+    def test_mapping_protocol_and_lookups(self):
+        with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
+            self.assertEqual(len(weights), 4)
+            self.assertIn("norm", weights)
+            with self.assertRaisesRegex(KeyError, "skipped: 1 of its 1 source tensors"):
+                weights["layers.0.attn.q.scales"]
+            with self.assertRaisesRegex(KeyError, "no loaded component has the id 'nope'"):
+                weights["nope"]
+            with self.assertRaisesRegex(TypeError, "component ids are str, got int"):
+                weights[0]
+            self.assertIsNone(weights.get("nope"))
+
+
+class ReadOnlyFileRegions(Base):
+    def test_nothing_writes_into_the_mapped_file(self):
+        tensors = checkpoint_tensors(EXAMPLE)
+        with self.ctx.load(EXAMPLE) as weights:
+            component = weights["model.embed_tokens.weight"]
+            self.assertTrue(component.zero_copy and component.read_only)
+            array = component.numpy()
+            self.assertFalse(array.flags.writeable)
+            with self.assertRaises(ValueError):
+                array[0, 0] = 1
+            with self.assertRaises(ValueError):
+                array.flags.writeable = True
+            with self.assertRaises(BufferError):
+                numpy.from_dlpack(component)
+            with self.assertRaises(BufferError):
+                torch.utils.dlpack.from_dlpack(component)
+            with self.assertRaises(rootspan.ReadOnlyError):
+                component.root.claim(exclusive=True)
+            with component.root.claim() as claim, claim.map() as mapping:
+                self.assertEqual(mapping.address, array.ctypes.data)
+                with self.assertRaises(rootspan.ReadOnlyError) as caught:
+                    claim.map(write=True)
+                self.assertIn("root is read-only", str(caught.exception))
+                view = mapping.view
+                with self.assertRaises(TypeError):
+                    view[0] = 0
+                del view
+            consumed = Consumed(component.__dlpack__(max_version=(1, 1)), versioned=True)
+            self.assertEqual(consumed.flags, dlpack.FLAG_READ_ONLY)
+            self.assertEqual(consumed.data, array.ctypes.data)
+            self.assertEqual(consumed.shape, (256, 32))
+            self.assertEqual(consumed.dtype, (2, 16, 1))
+            consumed.delete()
+            copy = torch.utils.dlpack.from_dlpack(component.__dlpack__(copy=True))
+            copy.fill_(7)
+            self.assertEqual(array.tobytes(), tensors["model.embed_tokens.weight"][2])
+            with self.assertRaisesRegex(ValueError, "belongs to loaded weights"):
+                component.root.release()
+            del array, copy
+        with open(os.path.join(EXAMPLE, "model-00001-of-00002.safetensors"), "rb") as f:
+            self.assertIn(tensors["model.embed_tokens.weight"][2], f.read())
+
+
+class Lifetime(Base):
+    def test_busy_while_a_consumer_holds_a_component(self):
+        weights = self.ctx.load(EXAMPLE, strategy="read")
+        tensor = torch.utils.dlpack.from_dlpack(weights["model.norm.weight"])
+        with self.assertRaises(rootspan.BusyError) as caught:
+            weights.close()
+        self.assertIn('"model.norm.weight" is still claimed', str(caught.exception))
+        self.assertFalse(weights.closed)
+        self.assertEqual(len(weights), 5)  # nothing was freed
+        with self.assertRaises(rootspan.BusyError):
+            self.ctx.close()
+        del tensor
+        weights.close()
+        self.assertTrue(weights.closed)
+        weights.close()  # a second close does nothing
+        with self.assertRaisesRegex(ValueError, "the weights are closed"):
+            weights["model.norm.weight"]
+        with self.assertRaisesRegex(ValueError, "the weights are closed"):
+            len(weights)
+
+    def test_consumer_outlives_the_weights_object(self):
+        tensors = checkpoint_tensors(EXAMPLE)
+        weights = self.ctx.load(EXAMPLE)
+        component = weights["model.layers.0.mlp.up_proj.weight"]
+        array = component.numpy()
+        consumed = Consumed(component.__dlpack__(max_version=(1, 1)), versioned=True)
+        del weights, component
+        gc.collect()
+        self.assertEqual(array.tobytes(), tensors["model.layers.0.mlp.up_proj.weight"][2])
+        del array
+        worker = threading.Thread(target=consumed.delete)  # the last user lets go on another thread
+        worker.start()
+        worker.join()
+        gc.collect()
+        # tearDown: the weights were freed, so the context has no root left
+
+    def test_exception_in_with_block_frees_when_the_consumer_goes(self):
+        class Boom(Exception):
+            pass
+        kept = []
+        with self.assertRaises(Boom):
+            with self.ctx.load(EXAMPLE) as weights:
+                kept.append(weights["model.norm.weight"].numpy())
+                raise Boom()
+        self.assertFalse(weights.closed)  # held: the close waits for the array
+        kept.clear()
+        self.assertTrue(weights.closed)
+
+    def test_closed_context_refuses_weights(self):
+        ctx = context()
+        weights = ctx.load(EXAMPLE)
+        component = weights["model.norm.weight"]
+        self.assertEqual(ctx.close(), 0)  # the open weights were freed first
+        self.assertTrue(weights.closed)
+        for call in (lambda: weights["model.norm.weight"], component.numpy, component.__dlpack__,
+                     lambda: ctx.load(EXAMPLE)):
+            with self.assertRaisesRegex(ValueError, "closed"):
+                call()
+
+
+class Progress(Base):
+    def test_progress_reports_every_component(self):
+        seen = []
+        with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA, progress=seen.append) as weights:
+            self.assertEqual(len(weights), 4)
+        self.assertEqual([p.component for p in seen][:1], ["embed"])
+        self.assertTrue(all(p.count == 4 for p in seen))
+        self.assertEqual(seen[-1].bytes_done, seen[-1].bytes_total)
+        self.assertEqual(seen[-1].bytes_total, 16384 + 16384 + 9216 + 128)
+
+    def test_returning_false_cancels(self):
+        with self.assertRaises(rootspan.CancelledError) as caught:
+            self.ctx.load(EXAMPLE, progress=lambda p: p.index < 2)
+        self.assertEqual(caught.exception.code, 30)
+        # tearDown: no root was left behind
+
+    def test_an_exception_in_progress_cancels_and_propagates(self):
+        def progress(p):
+            raise KeyError("from the callback")
+        with self.assertRaisesRegex(KeyError, "from the callback") as caught:
+            self.ctx.load(EXAMPLE, progress=progress)
+        self.assertIsInstance(caught.exception.__cause__, rootspan.CancelledError)
+
+
+class BadInput(Base):
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+        super().tearDown()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def test_missing_file(self):
+        with self.assertRaises(rootspan.IoError) as caught:
+            self.ctx.load(self.path("absent.safetensors"))
+        self.assertIn("absent.safetensors", str(caught.exception))
+        self.assertEqual(caught.exception.operation, "open_checkpoint")
+        self.assertIsInstance(caught.exception, OSError)
+
+    def test_hostile_headers(self):
+        data = numpy.arange(4, dtype="<f4").tobytes()
+        cases = {
+            "offsets past the end": '{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 4096]}}',
+            "not json": '{"w": [',
+            "shape and bytes disagree": '{"w": {"dtype": "F32", "shape": [5], "data_offsets": [0, 16]}}',
+            "unknown dtype": '{"w": {"dtype": "F33", "shape": [4], "data_offsets": [0, 16]}}',
+        }
+        for what, header in cases.items():
+            with self.subTest(what):
+                write_safetensors(self.path("bad.safetensors"), {"w": ("F32", (4,), data)}, header_text=header)
+                with self.assertRaises(rootspan.InvalidCheckpointError) as caught:
+                    self.ctx.load(self.path("bad.safetensors"))
+                self.assertIn("bad.safetensors", str(caught.exception))
+        with open(self.path("huge.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", 1 << 62) + b"{}")
+        with self.assertRaises(rootspan.InvalidCheckpointError):
+            self.ctx.load(self.path("huge.safetensors"))
+
+    def test_wrong_schema(self):
+        wrong = self.path("schema.json")
+        with open(wrong, "w") as f:
+            f.write('{"schema_version": "1.0.0", "components": [{"id": "norm", "role": "values", '
+                    '"sources": ["model.norm.weight"], "dimensions": [33], '
+                    '"encoding": {"dense": {"element_type": "F32"}}, "required": true}]}')
+        with self.assertRaises(rootspan.Error) as caught:
+            self.ctx.load(EXAMPLE, schema=wrong)
+        self.assertIn(caught.exception.name, ("InvalidSchema", "InvalidPayload"))
+        self.assertIn("norm", str(caught.exception))
+        with open(wrong, "w") as f:
+            f.write('{"schema_version": "1.0.0", "components": [{"id": "x"}]}')
+        with self.assertRaises(rootspan.InvalidSchemaError):
+            self.ctx.load(EXAMPLE, schema=wrong)
+
+    def test_wrong_argument_types(self):
+        with self.assertRaisesRegex(TypeError, "path must be a path"):
+            self.ctx.load(42)
+        with self.assertRaisesRegex(TypeError, "schema must be a path"):
+            self.ctx.load(EXAMPLE, schema=["s"])
+        with self.assertRaisesRegex(ValueError, "strategy must be 'mmap' or 'read'"):
+            self.ctx.load(EXAMPLE, strategy="fast")
+        with self.assertRaisesRegex(TypeError, "progress must be callable"):
+            self.ctx.load(EXAMPLE, progress=5)
+        with self.assertRaisesRegex(TypeError, "provider must be a provider name"):
+            self.ctx.load(EXAMPLE, provider=None)
+        with self.assertRaisesRegex(ValueError, "device must lie in"):
+            self.ctx.load(EXAMPLE, device=-1)
+        with self.assertRaises(rootspan.NotFoundError) as caught:
+            self.ctx.load(EXAMPLE, provider="nonesuch")
+        self.assertIn("nonesuch", str(caught.exception))
+
+
+class NoLeak(Base):
+    def test_repeated_loads_leave_nothing(self):
+        def cycle():
+            with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
+                for component in weights.values():
+                    array = component.numpy()
+                    capsule = component.__dlpack__(max_version=(1, 1))
+                    del array, capsule
+        for _ in range(20):  # warm up allocator pools and caches
+            cycle()
+        gc.collect()
+        before = rss_kib()
+        for _ in range(300):
+            cycle()
+        gc.collect()
+        grown = rss_kib() - before
+        self.assertLess(grown, 2048, f"RSS grew by {grown} KiB over 300 loads")
+        self.assertEqual(self.ctx._state.leases, 0)
+        self.assertEqual([w for w in self.ctx._state.weights if w.handle is not None], [])
+        # tearDown: no export and no root left
+
+
+if __name__ == "__main__":
+    unittest.main()
