@@ -3,7 +3,8 @@
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev "$@")
+          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev
+          util-linux passwd "$@")  # setpriv, useradd: the loader's security tests act as a second user
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
