@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "command.hpp"
+#include "terminal_text.hpp"
 
 namespace rootspan::cli {
 
@@ -81,8 +82,10 @@ int run_providers(std::vector<std::string> args) {
     print_json({{"manifests", manifests}, {"providers", providers}});
     return kDone;
   }
+  // Paths, names and reasons come from manifests and plugins: escaped for the terminal.
+  const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
   std::printf("manifests read: %s\n", manifests.empty() ? "none" : "");
-  for (const auto &m : manifests) std::printf("  %s\n", m.get<std::string>().c_str());
+  for (const auto &m : manifests) std::printf("  %s\n", shown(m).c_str());
   std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
   for (const auto &p : providers) {
     const std::string abi = std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
@@ -97,9 +100,9 @@ int run_providers(std::vector<std::string> args) {
                 (p["policy"].is_null() ? std::string() : p["policy"].get<std::string>() + ": ") +
                 p["reason"].get<std::string>();
     }
-    std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", p["name"].get<std::string>().c_str(),
-                p["kind"].get<std::string>().c_str(), p["origin"].get<std::string>().c_str(),
-                p["status"].get<std::string>().c_str(), abi.c_str(), detail.c_str());
+    std::printf("%-12s %-8s %-9s %-8s %-5s %s\n", shown(p["name"]).c_str(), shown(p["kind"]).c_str(),
+                p["origin"].get<std::string>().c_str(), p["status"].get<std::string>().c_str(), abi.c_str(),
+                terminal_safe(detail).c_str());
   }
   return kDone;
 }
