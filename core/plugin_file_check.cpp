@@ -329,6 +329,14 @@ Result<UniqueFd> sealed_copy(int fd, const std::string &who) {
     d.code = ROOTSPAN_ERR_IO;
     return d;
   };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error("fstat");
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxPinnedLibraryBytes) {
+    return rejected(who,
+                    "too large to pin (expected at most " + std::to_string(kMaxPinnedLibraryBytes) + " bytes, actual " +
+                        std::to_string(st.st_size) + ")",
+                    kMaxPinnedLibraryBytes, static_cast<std::uint64_t>(st.st_size));
+  }
   UniqueFd copy(::memfd_create("rootspan-pinned-library", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!copy) return io_error("memfd_create");
   constexpr std::size_t kChunk = 1 << 18;
@@ -340,9 +348,10 @@ Result<UniqueFd> sealed_copy(int fd, const std::string &who) {
     if (got < 0) return io_error("read");
     if (got == 0) break;
     if (copied + static_cast<std::uint64_t>(got) > kMaxPinnedLibraryBytes) {
-      return rejected(
-          who, "too large to pin (expected at most " + std::to_string(kMaxPinnedLibraryBytes) + " bytes, actual more)",
-          kMaxPinnedLibraryBytes, copied + static_cast<std::uint64_t>(got));
+      return rejected(who,
+                      "too large to pin (expected at most " + std::to_string(kMaxPinnedLibraryBytes) +
+                          " bytes, actual more: it grew while being copied)",
+                      kMaxPinnedLibraryBytes, copied + static_cast<std::uint64_t>(got));
     }
     for (ssize_t done = 0; done < got;) {
       ssize_t put = ::write(copy.get(), buffer.get() + done, static_cast<std::size_t>(got - done));

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -89,6 +91,22 @@ TEST(ElfDynamic, AStringOffsetOutsideTheTableIsRefused) {
   EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(Mentions(r.error(), "malformed dynamic section"));
   EXPECT_TRUE(Mentions(r.error(), "lies outside the file"));
+}
+
+TEST(ElfDynamic, TooManyProgramHeadersAreRefused) {
+  TempDir dir;
+  std::string image = test::read_file(kOrigin);
+  ElfW(Ehdr) header;
+  std::memcpy(&header, image.data(), sizeof header);
+  header.e_phnum = static_cast<decltype(header.e_phnum)>(kMaxElfProgramHeaders + 1);
+  std::memcpy(image.data(), &header, sizeof header);
+  fs::path file = dir.write("libmany.so", image);
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  auto r = read_elf_dynamic(fd, "plugin " + file.string());
+  ::close(fd);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(r.error(), "4097 program headers (expected at most 4096)"));
 }
 
 TEST(PluginDependenciesL4, OriginDependencyBesideThePluginIsFoundCheckedAndLoaded) {

@@ -139,5 +139,18 @@ TEST(PinnedPluginL4, AMismatchIsStillReportedWithBothDigests) {
                                       sha256_hex(test::read_file(file)) + ")"));
 }
 
+// A pinned library is copied into memory: one larger than the limit is
+// refused before anything is copied (a sparse file: no disk, no memory).
+TEST(PinnedPluginL4, ALibraryTooLargeToPinIsRefusedBeforeCopying) {
+  TempDir dir;
+  fs::path file = dir.copy(kGood, "libhuge.so");
+  ASSERT_EQ(::truncate(file.c_str(), static_cast<off_t>(kMaxPinnedLibraryBytes + 1)), 0);
+  auto r = check_plugin_file(file, std::string(64, '0'));
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(r.error(), "too large to pin (expected at most 1073741824 bytes, actual 1073741825)"));
+  EXPECT_TRUE(test::HasValues(r.error(), kMaxPinnedLibraryBytes, kMaxPinnedLibraryBytes + 1));
+}
+
 }  // namespace
 }  // namespace rootspan

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "attacker.hpp"
+#include "core/context.hpp"
 #include "core/manifest.hpp"
 #include "core/manifest_discovery.hpp"
 #include "core/plugin_file_check.hpp"
@@ -25,12 +26,6 @@ using test::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
-
-std::string octal(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode));
-  return buf;
-}
 
 Diagnostic refused_plugin(const fs::path &path) {
   auto r = check_plugin_file(path);
@@ -236,6 +231,68 @@ TEST(TrustRule, RootSkipsAnotherUsersHome) {
     EXPECT_TRUE(
         Mentions(refused[0], "running as root, a user's configuration folder is searched only when root owns it"));
   }
+}
+
+// The same through a context, as `sudo -E rootspan providers` would run: the
+// user's manifest names the user's plugin; root reports the folder skipped
+// under L3 and loads nothing of it.
+TEST(TrustRule, AContextRunAsRootWithAnotherUsersHomeLoadsNothingOfIt) {
+  ROOTSPAN_NEED_ATTACKER(attacker);
+  Scene scene;
+  fs::path home = scene.dir / "home-attacker";
+  fs::create_directory(home);
+  attacker.own(home);
+  fs::path manifest = scene.dir.write(
+      "source.json", R"({"file_format_version": "1.0.0", "providers": [{"name": "test-good", "kind": "test",
+      "library": "../../libtheirs.so", "abi": {"major": 1, "minor": 1}}]})");
+  ::chmod(manifest.c_str(), 0644);
+  ASSERT_EQ(attacker.run("mkdir -p " + home.string() + "/.config/rootspan/manifest.d && cp " + kGood.string() + " " +
+                         home.string() + "/.config/libtheirs.so && cp " + manifest.string() + " " + home.string() +
+                         "/.config/rootspan/manifest.d/10-theirs.json"),
+            0);
+
+  struct Environment {
+    std::map<std::string, std::optional<std::string>> saved;
+    void set(const char *name, const char *value) {
+      const char *old = std::getenv(name);
+      saved.emplace(name, old ? std::optional<std::string>(old) : std::nullopt);
+      if (value) {
+        ::setenv(name, value, 1);
+      } else {
+        ::unsetenv(name);
+      }
+    }
+    ~Environment() {
+      for (const auto &[name, value] : saved) {
+        if (value) {
+          ::setenv(name.c_str(), value->c_str(), 1);
+        } else {
+          ::unsetenv(name.c_str());
+        }
+      }
+    }
+  } environment;
+  environment.set("HOME", home.c_str());
+  environment.set("XDG_CONFIG_HOME", nullptr);
+  environment.set("XDG_CONFIG_DIRS", (scene.dir / "no-xdg").c_str());
+  environment.set("ROOTSPAN_MANIFEST", nullptr);
+
+  ContextOptions options;
+  options.discover_manifests = true;
+  auto context = Context::create(options);
+  ASSERT_TRUE(context) << context.error().message();
+  const fs::path folder = home / ".config" / "rootspan" / "manifest.d";
+  bool reported = false;
+  for (const ProviderReport &report : context.value()->reports()) {
+    EXPECT_NE(report.name, "test-good") << "the other user's provider was considered: " << report.reason;
+    if (report.policy == "L3" &&
+        report.reason.find("manifest folder " + folder.string() + " not searched") != std::string::npos) {
+      reported = true;
+      EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_SKIPPED);
+      EXPECT_NE(report.reason.find("owned by " + describe_owner(attacker.uid)), std::string::npos) << report.reason;
+    }
+  }
+  EXPECT_TRUE(reported) << "no L3 report for " << folder;
 }
 
 }  // namespace
