@@ -103,7 +103,7 @@ std::string TrustViolation::describe() const {
   std::string text = offending.string() + " ";
   if (checked != offending && !checked.empty()) text = "folder " + text;
   text += problem;
-  if (problem.rfind("cannot be checked", 0) != 0) {
+  if (problem.rfind("cannot be checked", 0) != 0 && !checked.empty()) {
     text += " (expected owner " + expected_owner() + " and no write permission for group or others" +
             (checked != offending ? " unless the folder is sticky" : "") + ", actual owner " + describe_owner(owner) +
             ", mode " + mode_text(mode) + ")";

@@ -3,6 +3,7 @@
 // is refused with the offending path, its owner and its mode.
 #include "core/trusted_path.hpp"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,16 @@ TEST(TrustRule, TheTestFoldersAndTheBuiltPluginAreTrusted) {
   EXPECT_EQ(find_trust_violation(scene.dir.path()), std::nullopt);
   EXPECT_EQ(find_trust_violation(kGood), std::nullopt);
   EXPECT_TRUE(check_plugin_file(scene.dir.copy(kGood, "libok.so", 0755)));
+}
+
+TEST(TrustRule, ADescriptorWithoutAPathIsNotTrusted) {
+  const int fd = ::memfd_create("rootspan-test", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto v = find_trust_violation(fd);
+  ::close(fd);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->describe(),
+            "descriptor " + std::to_string(fd) + " has no path in the file system (expected a file reachable from /)");
 }
 
 TEST(TrustRule, PluginOwnedByAnotherUserIsRefused) {
