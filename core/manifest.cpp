@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/trusted_path.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan {
@@ -171,12 +172,12 @@ class EntryReader {
     e.manifest = origin_;
     e.index = index_;
     if (!token("name", e.name) || !token("kind", e.kind) || !library(e) || !abi(e) || !flags(e) || !sha256(e) ||
-        !options(e)) {
+        !dependencies_sha256(e) || !options(e)) {
       return finish(skipped);
     }
     for (const auto &[key, value] : j_.items()) {
-      static constexpr const char *kKnown[] = {"name",    "kind",     "library", "abi",
-                                               "enabled", "priority", "sha256",  "options"};
+      static constexpr const char *kKnown[] = {"name",     "kind",   "library", "abi", "enabled",
+                                               "priority", "sha256", "options", "dependencies_sha256"};
       bool known = false;
       for (const char *k : kKnown) known = known || key == k;
       if (!known) notes_.push_back(where() + ": unknown key " + in_quotes(key) + " ignored");
@@ -324,6 +325,28 @@ class EntryReader {
       return false;
     }
     e.sha256 = std::move(digest);
+    return true;
+  }
+
+  bool dependencies_sha256(ManifestEntry &e) {
+    auto it = j_.find("dependencies_sha256");
+    if (it == j_.end()) return true;
+    if (!it->is_object()) return type_error("dependencies_sha256", "an object {\"libname.so\": \"sha256\"}", *it);
+    for (const auto &[soname, digest] : it->items()) {
+      const std::string field = "dependencies_sha256." + soname;
+      if (soname.empty() || soname.find('/') != std::string::npos || soname.find('\0') != std::string::npos) {
+        fail("L7", "\"dependencies_sha256\": expected keys that are library file names (no '/'), actual " +
+                       in_quotes(soname));
+        return false;
+      }
+      if (!digest.is_string()) return type_error(field, "a string of 64 lowercase hex digits", digest);
+      if (!valid_sha256(digest.get_ref<const std::string &>())) {
+        fail("L7", in_quotes(field) + ": expected 64 lowercase hex digits, actual " +
+                       in_quotes(digest.get_ref<const std::string &>()));
+        return false;
+      }
+      e.dependencies_sha256.emplace(soname, digest.get<std::string>());
+    }
     return true;
   }
 
@@ -500,6 +523,12 @@ Result<Manifest> read_manifest(const fs::path &path) {
     return file_error(ROOTSPAN_ERR_IO, absolute, std::string("cannot stat: ") + std::strerror(err));
   }
   if (!S_ISREG(st.st_mode)) return file_error(ROOTSPAN_ERR_IO, absolute, "not a regular file");
+  // L3: a manifest names code to run; only a file nobody else can change is read.
+  if (auto violation = find_trust_violation(fd)) {
+    Diagnostic d = file_error(ROOTSPAN_ERR_INVALID_MANIFEST, absolute, "not trusted: " + violation->describe());
+    d.policy = "L3";
+    return d;
+  }
   if (static_cast<std::uintmax_t>(st.st_size) > kMaxManifestBytes) {
     return file_error(absolute,
                       "is " + std::to_string(st.st_size) + " bytes (expected at most " +

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ struct ManifestEntry {
   bool enabled = true;
   std::int32_t priority = 0;
   std::optional<std::string> sha256;  // 64 lowercase hex digits
+  // "dependencies_sha256": a dependency's DT_NEEDED name -> its digest. When
+  // present, every dependency found in the plugin's own RUNPATH/RPATH folders
+  // must be pinned here and match, and each named one must be found.
+  std::map<std::string, std::string> dependencies_sha256;
   std::string options_json = "{}";    // the "options" object, serialized
 
   // "manifest /etc/rootspan/manifest.d/10-cuda.json entry 2 \"cuda\"", for messages.

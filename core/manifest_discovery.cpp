@@ -5,6 +5,10 @@
 #include <string_view>
 #include <system_error>
 
+#include <unistd.h>
+
+#include "core/trusted_path.hpp"
+
 // The build passes the install directories; these are the usual ones for a
 // build that does not (a scratch build, a test).
 #ifndef ROOTSPAN_SYSCONFDIR
@@ -53,15 +57,58 @@ std::vector<fs::path> json_files(const fs::path &folder) {
   return files;
 }
 
+// A folder's *.json files when the folder passes the trust rule; otherwise
+// nothing, and the refusal in refused.
+std::vector<fs::path> trusted_json_files(const fs::path &folder, bool user_folder, std::vector<Diagnostic> *refused) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return {};
+  if (auto violation = find_trust_violation(folder)) {
+    if (refused != nullptr) {
+      std::string reason =
+          "manifest folder " + folder.string() + " not searched: not trusted: " + violation->describe();
+      if (user_folder && ::geteuid() == 0) {
+        reason += " (running as root, a user's configuration folder is searched only when root owns it)";
+      }
+      Diagnostic d = make_error(ROOTSPAN_ERR_INVALID_MANIFEST, "load_manifest", reason);
+      d.policy = "L3";
+      refused->push_back(std::move(d));
+    }
+    return {};
+  }
+  return json_files(folder);
+}
+
 // A caller or ROOTSPAN_MANIFEST path: a directory stands for its files.
-void add_given(std::vector<fs::path> &out, const fs::path &path) {
+void add_given(std::vector<fs::path> &out, const fs::path &path, std::vector<Diagnostic> *refused) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    auto files = json_files(path);
+    auto files = trusted_json_files(path, false, refused);
     out.insert(out.end(), files.begin(), files.end());
   } else {
     out.push_back(path);
   }
+}
+
+// The user's own configuration base: $XDG_CONFIG_HOME, else ~/.config. XDG: a
+// relative value is invalid and ignored, as the spec says.
+std::optional<fs::path> user_config_base(const DiscoveryInputs &inputs) {
+  auto config_home = non_empty(inputs, "XDG_CONFIG_HOME");
+  if (config_home && fs::path(*config_home).is_absolute()) return fs::path(*config_home);
+  if (auto home = non_empty(inputs, "HOME"); home && fs::path(*home).is_absolute()) {
+    return fs::path(*home) / ".config";
+  }
+  return std::nullopt;
+}
+
+const fs::path &manifest_suffix() {
+  static const fs::path suffix = fs::path("rootspan") / "manifest.d";
+  return suffix;
+}
+
+std::optional<fs::path> user_manifest_folder(const DiscoveryInputs &inputs) {
+  auto base = user_config_base(inputs);
+  if (!base) return std::nullopt;
+  return (*base / manifest_suffix()).lexically_normal();
 }
 
 }  // namespace
@@ -76,16 +123,10 @@ fs::path default_sysconfdir() { return ROOTSPAN_SYSCONFDIR; }
 fs::path default_datadir() { return ROOTSPAN_DATADIR; }
 
 std::vector<fs::path> manifest_folders(const DiscoveryInputs &inputs) {
-  const fs::path suffix = fs::path("rootspan") / "manifest.d";
+  const fs::path &suffix = manifest_suffix();
   std::vector<fs::path> bases;
 
-  // XDG: a relative value is invalid and ignored, as the spec says.
-  auto config_home = non_empty(inputs, "XDG_CONFIG_HOME");
-  if (config_home && fs::path(*config_home).is_absolute()) {
-    bases.emplace_back(*config_home);
-  } else if (auto home = non_empty(inputs, "HOME"); home && fs::path(*home).is_absolute()) {
-    bases.push_back(fs::path(*home) / ".config");
-  }
+  if (auto user = user_config_base(inputs)) bases.push_back(*user);
   auto config_dirs = non_empty(inputs, "XDG_CONFIG_DIRS");
   for (const auto &dir : split_list(config_dirs ? *config_dirs : std::string("/etc/xdg"))) {
     if (fs::path(dir).is_absolute()) bases.emplace_back(dir);
@@ -103,18 +144,20 @@ std::vector<fs::path> manifest_folders(const DiscoveryInputs &inputs) {
   return folders;
 }
 
-std::vector<fs::path> discover_manifests(const DiscoveryInputs &inputs) {
+std::vector<fs::path> discover_manifests(const DiscoveryInputs &inputs, std::vector<Diagnostic> *refused) {
   std::vector<fs::path> out;
   if (!inputs.explicit_paths.empty()) {
-    for (const auto &p : inputs.explicit_paths) add_given(out, p);
+    for (const auto &p : inputs.explicit_paths) add_given(out, p, refused);
     return out;
   }
   if (auto list = non_empty(inputs, "ROOTSPAN_MANIFEST")) {
-    for (const auto &p : split_list(*list)) add_given(out, p);
+    for (const auto &p : split_list(*list)) add_given(out, p, refused);
     return out;
   }
-  for (const auto &folder : manifest_folders(inputs)) {
-    auto files = json_files(folder);
+  const std::vector<fs::path> folders = manifest_folders(inputs);
+  const std::optional<fs::path> user_folder = user_manifest_folder(inputs);
+  for (const auto &folder : folders) {
+    auto files = trusted_json_files(folder, user_folder && folder == *user_folder, refused);
     out.insert(out.end(), files.begin(), files.end());
   }
   return out;

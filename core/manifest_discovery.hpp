@@ -13,6 +13,10 @@
 // process ignores them; empty and relative entries of the XDG lists are
 // ignored (the XDG spec calls them invalid), so the current directory is never
 // searched.
+// Every folder searched must pass the trust rule (core/trusted_path.hpp): a
+// folder that fails it (world-writable, owned by another user, below such a
+// folder; running as root, any user's own configuration folder not owned by
+// root) is not searched, and the refusal is reported under L3.
 #pragma once
 
 #include <filesystem>
@@ -20,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/diagnostic.hpp"
 
 namespace rootspan {
 
@@ -47,7 +53,11 @@ std::vector<std::filesystem::path> manifest_folders(const DiscoveryInputs &input
 // The manifest files to read, in order (L3). Never fails: a folder that does
 // not exist or cannot be listed contributes nothing, and an explicit or
 // ROOTSPAN_MANIFEST path is returned as given, so that reading it reports what
-// is wrong with it.
-std::vector<std::filesystem::path> discover_manifests(const DiscoveryInputs &inputs);
+// is wrong with it. A folder that fails the trust rule contributes nothing; when
+// refused is given, each such folder adds an error there
+// (ROOTSPAN_ERR_INVALID_MANIFEST, policy L3, naming the folder, the offending
+// path, its owner and its mode).
+std::vector<std::filesystem::path> discover_manifests(const DiscoveryInputs &inputs,
+                                                      std::vector<Diagnostic> *refused = nullptr);
 
 }  // namespace rootspan

@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,9 @@
 #include <memory>
 
 #include <openssl/evp.h>
+
+#include "core/plugin_dependencies.hpp"
+#include "core/trusted_path.hpp"
 
 namespace rootspan {
 
@@ -114,12 +118,6 @@ std::string hex(const unsigned char *bytes, std::size_t n) {
   return out;
 }
 
-std::string mode_text(mode_t mode) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
 std::string file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
@@ -161,6 +159,8 @@ ssize_t pread_full(int fd, void *buffer, std::size_t n, off_t offset) {
   }
   return static_cast<ssize_t>(done);
 }
+
+}  // namespace
 
 std::optional<Diagnostic> check_elf_header(int fd, const std::string &who, std::uint64_t size) {
   unsigned char header[kElfHeaderSize] = {};
@@ -210,8 +210,6 @@ std::optional<Diagnostic> check_elf_header(int fd, const std::string &who, std::
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 UniqueFd &UniqueFd::operator=(UniqueFd &&other) noexcept {
   if (this != &other) reset(other.release());
@@ -306,9 +304,123 @@ Result<std::string> sha256_of_descriptor(int fd, const fs::path &for_messages) {
   return hash_descriptor(fd, "plugin " + for_messages.string());
 }
 
+Result<void> open_library(CheckedLibrary &lib, const std::string &who) {
+  // O_NONBLOCK: opening a FIFO must not block; it is refused below anyway.
+  lib.fd.reset(::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!lib.fd) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return rejected(who,
+                      std::string("does not exist (expected a library file, actual open: ") + std::strerror(err) + ")");
+    }
+    return rejected(who, std::string("cannot be opened: ") + std::strerror(err));
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
 namespace {
 
-Result<CheckedLibrary> check(const fs::path &path, std::optional<std::string> sha256, std::string context) {
+// The file's bytes, read from fd until its end, in a new memfd that is then
+// sealed: from here on nobody, this process included, can change them.
+Result<UniqueFd> sealed_copy(int fd, const std::string &who) {
+  auto io_error = [&](const std::string &what) {
+    int err = errno;
+    Diagnostic d = rejected(who, "cannot make a sealed copy (" + what + ": " + std::strerror(err) + ")");
+    d.code = ROOTSPAN_ERR_IO;
+    return d;
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error("fstat");
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxPinnedLibraryBytes) {
+    return rejected(who,
+                    "too large to pin (expected at most " + std::to_string(kMaxPinnedLibraryBytes) + " bytes, actual " +
+                        std::to_string(st.st_size) + ")",
+                    kMaxPinnedLibraryBytes, static_cast<std::uint64_t>(st.st_size));
+  }
+  UniqueFd copy(::memfd_create("rootspan-pinned-library", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!copy) return io_error("memfd_create");
+  constexpr std::size_t kChunk = 1 << 18;
+  std::unique_ptr<char[]> buffer(new char[kChunk]);
+  std::uint64_t copied = 0;
+  for (;;) {
+    ssize_t got = ::pread(fd, buffer.get(), kChunk, static_cast<off_t>(copied));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return io_error("read");
+    if (got == 0) break;
+    if (copied + static_cast<std::uint64_t>(got) > kMaxPinnedLibraryBytes) {
+      return rejected(who,
+                      "too large to pin (expected at most " + std::to_string(kMaxPinnedLibraryBytes) +
+                          " bytes, actual more: it grew while being copied)",
+                      kMaxPinnedLibraryBytes, copied + static_cast<std::uint64_t>(got));
+    }
+    for (ssize_t done = 0; done < got;) {
+      ssize_t put = ::write(copy.get(), buffer.get() + done, static_cast<std::size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put < 0) return io_error("write");
+      done += put;
+    }
+    copied += static_cast<std::uint64_t>(got);
+  }
+  if (::fcntl(copy.get(), F_ADD_SEALS, kPinSeals) != 0) return io_error("F_ADD_SEALS");
+  return copy;
+}
+
+}  // namespace
+
+Result<void> check_library_descriptor(CheckedLibrary &lib, const std::optional<std::string> &sha256,
+                                      const std::string &who) {
+  struct stat st {};
+  if (::fstat(lib.fd.get(), &st) != 0) {
+    int err = errno;
+    Diagnostic d = rejected(who, std::string("fstat failed: ") + std::strerror(err));
+    d.code = ROOTSPAN_ERR_IO;
+    return d;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return rejected(who, "not a regular file (expected a regular file, actual " + file_kind(st.st_mode) + ")");
+  }
+  // The trust rule: nobody but root or this user can change the file or a
+  // folder above it, so what is checked below stays what is loaded.
+  if (auto violation = find_trust_violation(lib.fd.get())) {
+    Diagnostic d = rejected(who, "not trusted: " + violation->describe());
+    if (violation->owner == 0 || violation->owner == ::geteuid()) {
+      d.values = std::make_pair(std::uint64_t{violation->mode & 07755u}, std::uint64_t{violation->mode & 07777u});
+    } else {
+      d.values = std::make_pair(std::uint64_t{::geteuid()}, std::uint64_t{violation->owner});
+    }
+    return d;
+  }
+  std::error_code ec;
+  lib.real_path = fs::read_symlink(lib.descriptor_path(), ec);
+  if (ec) lib.real_path = lib.path;
+  lib.device = st.st_dev;
+  lib.inode = st.st_ino;
+  lib.size = static_cast<std::uint64_t>(st.st_size);
+
+  if (sha256) {
+    // Pinned: the bytes are copied once into a sealed memfd, hashed there and
+    // loaded from there, so a writer of the file cannot change what runs
+    // after the digest was taken.
+    auto copy = sealed_copy(lib.fd.get(), who);
+    if (!copy) return copy.error();
+    lib.fd = std::move(copy).value();
+    struct stat sealed {};
+    if (::fstat(lib.fd.get(), &sealed) == 0) lib.size = static_cast<std::uint64_t>(sealed.st_size);
+    auto actual = hash_descriptor(lib.fd.get(), who);
+    if (!actual) return actual.error();
+    if (actual.value() != *sha256) {
+      return rejected(who, "sha256 does not match (expected " + *sha256 + ", actual " + actual.value() + ")");
+    }
+    lib.sha256 = std::move(actual).value();
+  }
+  if (auto error = check_elf_header(lib.fd.get(), who, lib.size)) return *error;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+namespace {
+
+Result<CheckedLibrary> check(const fs::path &path, std::optional<std::string> sha256,
+                             const std::map<std::string, std::string> &dependency_pins, std::string context) {
   CheckedLibrary lib;
   lib.requested = path.string();
   lib.path = path;
@@ -331,56 +443,23 @@ Result<CheckedLibrary> check(const fs::path &path, std::optional<std::string> sh
   }
   const std::string who = subject(lib.context, lib.requested, lib.path);
 
-  // O_NONBLOCK: opening a FIFO must not block; it is refused below anyway.
-  lib.fd.reset(::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!lib.fd) {
-    int err = errno;
-    if (err == ENOENT || err == ENOTDIR) {
-      return rejected(who,
-                      std::string("does not exist (expected a library file, actual open: ") + std::strerror(err) + ")");
-    }
-    return rejected(who, std::string("cannot be opened: ") + std::strerror(err));
-  }
-
-  struct stat st {};
-  if (::fstat(lib.fd.get(), &st) != 0) {
-    int err = errno;
-    Diagnostic d = rejected(who, std::string("fstat failed: ") + std::strerror(err));
-    d.code = ROOTSPAN_ERR_IO;
-    return d;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return rejected(who, "not a regular file (expected a regular file, actual " + file_kind(st.st_mode) + ")");
-  }
-  if (st.st_mode & S_IWOTH) {
-    return rejected(who, "world-writable (expected mode without o+w, actual mode " + mode_text(st.st_mode) + ")",
-                    st.st_mode & 07775, st.st_mode & 07777);
-  }
-  lib.device = st.st_dev;
-  lib.inode = st.st_ino;
-  lib.size = static_cast<std::uint64_t>(st.st_size);
-
-  if (auto error = check_elf_header(lib.fd.get(), who, lib.size)) return *error;
-
-  if (sha256) {
-    auto actual = hash_descriptor(lib.fd.get(), who);
-    if (!actual) return actual.error();
-    if (actual.value() != *sha256) {
-      return rejected(who, "sha256 does not match (expected " + *sha256 + ", actual " + actual.value() + ")");
-    }
-    lib.sha256 = std::move(actual).value();
-  }
+  BOOST_OUTCOME_TRY(open_library(lib, who));
+  BOOST_OUTCOME_TRY(check_library_descriptor(lib, sha256, who));
+  // L4 covers what the plugin brings with it: its own dependencies.
+  auto dependencies = check_plugin_dependencies(lib, dependency_pins, who);
+  if (!dependencies) return dependencies.error();
+  lib.dependencies = std::move(dependencies).value();
   return lib;
 }
 
 }  // namespace
 
 Result<CheckedLibrary> check_plugin_file(const ManifestEntry &entry) {
-  return check(entry.library_path, entry.sha256, entry.describe());
+  return check(entry.library_path, entry.sha256, entry.dependencies_sha256, entry.describe());
 }
 
 Result<CheckedLibrary> check_plugin_file(const fs::path &path, std::optional<std::string> sha256) {
-  return check(path, std::move(sha256), "");
+  return check(path, std::move(sha256), {}, "");
 }
 
 }  // namespace rootspan

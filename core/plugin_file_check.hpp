@@ -2,10 +2,16 @@
 // file is checked before any of its code runs, on one open descriptor:
 //   - the file exists and opens (a bare name is first found in the dynamic
 //     loader's search directories, never in the current directory, L2);
-//   - fstat: a regular file, not world-writable;
+//   - fstat: a regular file;
+//   - the trust rule (core/trusted_path.hpp): the file and every folder above
+//     it owned by root or the effective user, not group- or world-writable;
 //   - ELF header: magic, class and byte order of this process, ET_DYN, and
 //     this build's machine (EM_X86_64, EM_AARCH64);
-//   - when the manifest gives one, the SHA-256 of the file's bytes.
+//   - when the manifest gives one, the SHA-256 of the file's bytes: the bytes
+//     are first copied into a memfd that is then sealed against any change,
+//     the memfd is hashed, and the memfd is what is loaded;
+//   - its dependencies (core/plugin_dependencies.hpp), each under the same
+//     checks on its own descriptor.
 // The descriptor stays open in CheckedLibrary and is the one the loader loads
 // (through /proc/self/fd/N), so the file cannot be swapped between check and
 // load. Every failure is ROOTSPAN_ERR_PLUGIN_REJECTED (ROOTSPAN_ERR_IO for a
@@ -14,8 +20,11 @@
 
 #include <sys/types.h>
 
+#include <fcntl.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,16 +59,26 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// A pinned library is copied into memory before it is hashed: at most this many bytes.
+inline constexpr std::uint64_t kMaxPinnedLibraryBytes = std::uint64_t{1} << 30;
+// The seals of that copy: no write, no shrinking, no growing, no change of seals.
+inline constexpr int kPinSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
 // A plugin file that passed L4, held open.
 struct CheckedLibrary {
-  UniqueFd fd;
+  UniqueFd fd;                        // the file itself, or its sealed memfd copy when pinned
   std::filesystem::path path;         // the file that was opened (found, when a bare name was given)
+  std::filesystem::path real_path;    // the opened file's path with every link resolved ($ORIGIN's base)
   std::string requested;              // the path or bare name as asked for, for messages
   std::optional<std::string> sha256;  // the digest, when one was checked
   std::string context;                // "manifest F entry N \"name\"" or "", prefixed to messages
   dev_t device = 0;
   ino_t inode = 0;
   std::uint64_t size = 0;
+  // What the library needs from its own RUNPATH/RPATH folders, checked the
+  // same way, in the order to load them (a dependency before what needs it).
+  std::vector<CheckedLibrary> dependencies;
+  std::string needed_as;  // for a dependency: its DT_NEEDED name
 
   // "/proc/self/fd/N": the name under which the loader opens this very file.
   std::string descriptor_path() const;
@@ -75,6 +94,19 @@ Result<CheckedLibrary> check_plugin_file(const std::filesystem::path &path,
 // this check and of the later load) start with the entry's description, so
 // they name the manifest file, the entry index and its name.
 Result<CheckedLibrary> check_plugin_file(const ManifestEntry &entry);
+
+// Opens lib.path (absolute) for the checks below, without blocking on a FIFO.
+Result<void> open_library(CheckedLibrary &lib, const std::string &who);
+
+// The checks of one opened library file, the plugin or a dependency: regular
+// file, the trust rule, the pin (replacing lib.fd by the sealed copy), the
+// ELF header. who starts every message.
+Result<void> check_library_descriptor(CheckedLibrary &lib, const std::optional<std::string> &sha256,
+                                      const std::string &who);
+
+// The ELF header of fd against this process (magic, class, byte order,
+// ET_DYN, machine); nullopt when it matches.
+std::optional<Diagnostic> check_elf_header(int fd, const std::string &who, std::uint64_t size);
 
 // The directories dlopen searches for a bare name, in its order: DT_RPATH,
 // LD_LIBRARY_PATH (ignored by the loader for set-uid programs), DT_RUNPATH and

@@ -143,12 +143,30 @@ Result<UniqueFd> descriptor_with_free_name(UniqueFd fd, const std::string &who) 
   return d;
 }
 
-// What a LoadedLibrary owns: the library and the descriptor it was loaded
-// from. The library is unloaded first; the descriptor is then closed, or kept
-// open for good when the library outlived the unload (release_descriptor).
+// A dependency loaded ahead of its plugin (L4 checked it), through its own
+// descriptor, so that the plugin's DT_NEEDED name resolves to it.
+struct PreloadedDependency {
+  UniqueFd fd;
+  void *handle = nullptr;
+
+  PreloadedDependency() = default;
+  PreloadedDependency(const PreloadedDependency &) = delete;
+  PreloadedDependency &operator=(const PreloadedDependency &) = delete;
+  ~PreloadedDependency() {
+    if (handle != nullptr) ::dlclose(handle);
+    release_descriptor(std::move(fd));
+  }
+};
+
+// What a LoadedLibrary owns: the library, the descriptor it was loaded from
+// and its preloaded dependencies. The library is unloaded first, then its
+// dependencies (the last loaded first); each descriptor is then closed, or
+// kept open for good when its library outlived the unload
+// (release_descriptor).
 struct Holder {
   UniqueFd fd;
   std::string name;  // descriptor_name(fd): the loader's name for the library
+  std::vector<std::unique_ptr<PreloadedDependency>> dependencies;  // in load order
   boost::dll::shared_library library;
 
   Holder() = default;
@@ -156,6 +174,7 @@ struct Holder {
   Holder &operator=(const Holder &) = delete;
   ~Holder() {
     library.unload();
+    while (!dependencies.empty()) dependencies.pop_back();
     release_descriptor(std::move(fd));
   }
 };
@@ -230,6 +249,28 @@ Result<LoadedLibrary> load_plugin_library(CheckedLibrary &&checked) {
   holder->fd = std::move(named).value();
   holder->name = descriptor_name(holder->fd.get());
   const std::string &loaded_name = holder->name;
+
+  // The plugin's own dependencies first, each from its checked descriptor
+  // (L4): the plugin's DT_NEEDED then resolves to them by soname, instead of
+  // to whatever a search from /proc/self/fd (its $ORIGIN here) would find.
+  for (CheckedLibrary &dependency : checked.dependencies) {
+    const std::string dependency_who =
+        who + ": dependency " + dependency.needed_as + " (" + dependency.path.string() + ")";
+    auto free_name = descriptor_with_free_name(std::move(dependency.fd), dependency_who);
+    if (!free_name) return free_name.error();
+    auto preloaded = std::make_unique<PreloadedDependency>();
+    preloaded->fd = std::move(free_name).value();
+    const std::string name = descriptor_name(preloaded->fd.get());
+    ::dlerror();
+    preloaded->handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (preloaded->handle == nullptr) {
+      const char *text = ::dlerror();
+      return rejected("L5", dependency_who,
+                      "dlopen(RTLD_NOW | RTLD_LOCAL) failed: " +
+                          rename_in(text ? text : "unknown error", name, dependency.path.string()));
+    }
+    holder->dependencies.push_back(std::move(preloaded));
+  }
 
   // Boost.DLL reports a failed dlopen as "Bad file descriptor". Load once with
   // dlopen itself to keep the loader's text (it names a missing dependency);

@@ -52,9 +52,18 @@ Result<void> Context::load_manifest_entry(const ManifestEntry &entry, ProviderRe
 Result<void> Context::load_manifests(const std::vector<std::string> &paths, bool discover) {
   DiscoveryInputs inputs;
   for (const std::string &p : paths) inputs.explicit_paths.emplace_back(p);
-  const std::vector<std::filesystem::path> found = discover || !paths.empty() ? discover_manifests(inputs)
-                                                                              : std::vector<std::filesystem::path>{};
+  std::vector<Diagnostic> refused_folders;  // L3: folders that failed the trust rule
+  const std::vector<std::filesystem::path> found =
+      discover || !paths.empty() ? discover_manifests(inputs, &refused_folders) : std::vector<std::filesystem::path>{};
   std::vector<std::string> reasons;
+  for (const Diagnostic &why : refused_folders) {
+    if (!paths.empty()) return why;  // a folder the caller named: the caller must fix it
+    ProviderReport report;
+    report.origin = ROOTSPAN_ORIGIN_MANIFEST;
+    mark(report, ROOTSPAN_PROVIDER_SKIPPED, why);
+    reasons.push_back(report.reason);
+    reports_.push_back(std::move(report));
+  }
   for (const std::filesystem::path &path : found) {
     auto manifest = read_manifest(path);  // L1, L2
     if (!manifest) {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "terminal_text.hpp"
+
 namespace rootspan::cli {
 
 bool take_common_options(std::vector<std::string> &args, CommonOptions &options) {
@@ -69,7 +71,9 @@ ExitStatus print_error(const CommonOptions &options, const rootspan_error *error
     }
     std::cerr << nlohmann::json{{"error", body}}.dump() << '\n';
   } else {
-    std::cerr << "rootspan: " << rootspan_status_name(code) << ": " << rootspan_error_message(error) << '\n';
+    // Messages quote file names and file contents: escaped for the terminal.
+    std::cerr << "rootspan: " << rootspan_status_name(code) << ": " << terminal_safe(rootspan_error_message(error))
+              << '\n';
   }
   return exit_status_for(code);
 }
@@ -79,7 +83,7 @@ ExitStatus print_usage_error(const CommonOptions &options, const std::string &me
     std::cerr << nlohmann::json{{"error", {{"code", "Usage"}, {"operation", "usage"}, {"message", message}}}}.dump()
               << '\n';
   } else {
-    std::cerr << "rootspan: " << message << "\n(see rootspan --help)\n";
+    std::cerr << "rootspan: " << terminal_safe(message) << "\n(see rootspan --help)\n";
   }
   return kUsage;
 }
@@ -101,7 +105,11 @@ rootspan_status open_context(const ProviderOptions &options, ContextPtr &context
   return status;
 }
 
-void print_json(const nlohmann::json &document) { std::cout << document.dump(2) << '\n'; }
+// ensure_ascii: every non-ASCII character as \uXXXX, so no C1 or bidirectional
+// control from a file reaches the terminal raw; invalid UTF-8 is replaced.
+void print_json(const nlohmann::json &document) {
+  std::cout << document.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << '\n';
+}
 
 int run_version(std::vector<std::string> args) {
   CommonOptions options;

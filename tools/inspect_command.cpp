@@ -6,6 +6,7 @@
 
 #include "command.hpp"
 #include "rootspan/weights.h"
+#include "terminal_text.hpp"
 
 namespace rootspan::cli {
 
@@ -43,16 +44,18 @@ std::string parse(const std::vector<std::string> &args, InspectArgs &out) {
 }
 
 void print_schema(const nlohmann::json &schema) {
-  std::printf("schema %s: %zu component(s) would load, %zu skipped\n", schema["path"].get<std::string>().c_str(),
-              schema["components"].size(), schema["skipped"].size());
+  std::printf("schema %s: %zu component(s) would load, %zu skipped\n",
+              terminal_safe(schema["path"].get<std::string>()).c_str(), schema["components"].size(),
+              schema["skipped"].size());
   std::printf("  %-40s %-14s %12s %8s\n", "COMPONENT", "ROLE", "BYTES", "SEGMENTS");
   for (const auto &c : schema["components"]) {
-    std::printf("  %-40s %-14s %12llu %8llu\n", c["id"].get<std::string>().c_str(),
+    std::printf("  %-40s %-14s %12llu %8llu\n", terminal_safe(c["id"].get<std::string>()).c_str(),
                 c["role"].get<std::string>().c_str(), static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()));
   }
   for (const auto &s : schema["skipped"]) {
-    std::printf("  skipped %s: %s\n", s["id"].get<std::string>().c_str(), s["reason"].get<std::string>().c_str());
+    std::printf("  skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
+                terminal_safe(s["reason"].get<std::string>()).c_str());
   }
 }
 
@@ -81,25 +84,27 @@ int run_inspect(std::vector<std::string> args) {
     print_json(document);
     return kDone;
   }
-  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", inspect.path.c_str(), document["shards"].size(),
-              document["tensors"].size());
-  if (document["folder"] != inspect.path) std::printf("  folder %s\n", document["folder"].get<std::string>().c_str());
+  // Every string below comes from the files: escaped for the terminal.
+  const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
+  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", terminal_safe(inspect.path).c_str(),
+              document["shards"].size(), document["tensors"].size());
+  if (document["folder"] != inspect.path) std::printf("  folder %s\n", shown(document["folder"]).c_str());
   for (const auto &shard : document["shards"]) {
-    std::printf("  shard %s: %llu bytes, header %llu bytes\n", shard["file"].get<std::string>().c_str(),
+    std::printf("  shard %s: %llu bytes, header %llu bytes\n", shown(shard["file"]).c_str(),
                 static_cast<unsigned long long>(shard["bytes"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(shard["header_bytes"].get<std::uint64_t>()));
   }
   for (const auto &[key, value] : document["metadata"].items()) {
-    std::printf("  metadata %s = %s\n", key.c_str(), value.get<std::string>().c_str());
+    std::printf("  metadata %s = %s\n", terminal_safe(key).c_str(), shown(value).c_str());
   }
   std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "FILE", "OFFSET", "BYTES");
   for (const auto &t : document["tensors"]) {
-    std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", t["name"].get<std::string>().c_str(),
-                t["dtype"].get<std::string>().c_str(), t["shape"].dump().c_str(), t["file"].get<std::string>().c_str(),
+    std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", shown(t["name"]).c_str(), shown(t["dtype"]).c_str(),
+                t["shape"].dump().c_str(), shown(t["file"]).c_str(),
                 static_cast<unsigned long long>(t["offset"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(t["bytes"].get<std::uint64_t>()));
   }
-  for (const auto &note : document["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());
+  for (const auto &note : document["notes"]) std::printf("note: %s\n", shown(note).c_str());
   if (document.contains("schema")) print_schema(document["schema"]);
   return kDone;
 }

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "rootspan/weights.h"
+#include "terminal_text.hpp"
 
 namespace rootspan::cli {
 
@@ -190,22 +191,25 @@ int run_load(std::vector<std::string> args) {
     skipped.push_back({{"id", id}, {"reason", reason}});
   }
   const double gb_per_s = seconds > 0 ? static_cast<double>(total) / seconds / 1e9 : 0.0;
-  nlohmann::json document = {{"provider", rootspan_weights_provider(raw)}, {"device", load.device},
-                                   {"components", components},                 {"skipped", skipped},
-                                   {"total_bytes", total},                     {"seconds", seconds},
-                                   {"gb_per_s", gb_per_s}};
+  nlohmann::json document = {{"provider", rootspan_weights_provider(raw)},
+                             {"device", load.device},
+                             {"components", components},
+                             {"skipped", skipped},
+                             {"total_bytes", total},
+                             {"seconds", seconds},
+                             {"gb_per_s", gb_per_s}};
   if (automatic) document["provider_choice"] = rootspan_provider_choice_explanation(choice.get());
   if (options.json) {
     print_json(document);
   } else {
-    std::printf("loaded %zu components into provider %s, device %u\n", count, rootspan_weights_provider(raw),
-                load.device);
+    std::printf("loaded %zu components into provider %s, device %u\n", count,
+                terminal_safe(rootspan_weights_provider(raw)).c_str(), load.device);
     std::printf("%-40s %-6s %-16s %12s %8s %-10s %-14s%s\n", "COMPONENT", "DTYPE", "SHAPE", "BYTES", "SEGMENTS",
                 "PLACEMENT", "KEY", load.verify ? " SHA-256" : "");
     for (const auto &c : components) {
       const std::string key = "(" + std::to_string(c["key"]["domain"].get<std::uint64_t>()) + "," +
                               std::to_string(c["key"]["local"].get<std::uint64_t>()) + ")";
-      std::printf("%-40s %-6s %-16s %12llu %8llu %-10s %-14s%s%s\n", c["id"].get<std::string>().c_str(),
+      std::printf("%-40s %-6s %-16s %12llu %8llu %-10s %-14s%s%s\n", terminal_safe(c["id"].get<std::string>()).c_str(),
                   c["dtype"].get<std::string>().c_str(), shape_text(c["shape"]).c_str(),
                   static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
                   static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()),
@@ -213,7 +217,8 @@ int run_load(std::vector<std::string> args) {
                   c["sha256"].is_null() ? "" : c["sha256"].get<std::string>().c_str());
     }
     for (const auto &s : skipped) {
-      std::printf("skipped %s: %s\n", s["id"].get<std::string>().c_str(), s["reason"].get<std::string>().c_str());
+      std::printf("skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
+                  terminal_safe(s["reason"].get<std::string>()).c_str());
     }
     std::printf("total %llu bytes in %.3f s (%.2f GB/s)\n", static_cast<unsigned long long>(total), seconds, gb_per_s);
   }

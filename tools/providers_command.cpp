@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "command.hpp"
+#include "terminal_text.hpp"
 
 namespace rootspan::cli {
 
@@ -9,18 +10,25 @@ namespace {
 
 const char *origin_name(rootspan_provider_origin origin) {
   switch (origin) {
-    case ROOTSPAN_ORIGIN_STATIC: return "static";
-    case ROOTSPAN_ORIGIN_MANIFEST: return "manifest";
-    default: return "embedded";
+    case ROOTSPAN_ORIGIN_STATIC:
+      return "static";
+    case ROOTSPAN_ORIGIN_MANIFEST:
+      return "manifest";
+    default:
+      return "embedded";
   }
 }
 
 const char *state_name(rootspan_provider_state state) {
   switch (state) {
-    case ROOTSPAN_PROVIDER_LOADED: return "loaded";
-    case ROOTSPAN_PROVIDER_SKIPPED: return "skipped";
-    case ROOTSPAN_PROVIDER_NO_DEVICE: return "no device";
-    default: return "failed";
+    case ROOTSPAN_PROVIDER_LOADED:
+      return "loaded";
+    case ROOTSPAN_PROVIDER_SKIPPED:
+      return "skipped";
+    case ROOTSPAN_PROVIDER_NO_DEVICE:
+      return "no device";
+    default:
+      return "failed";
   }
 }
 
@@ -33,11 +41,12 @@ nlohmann::json devices_of(rootspan_context *context, const rootspan_provider_rep
     rootspan_device_info info{};
     info.struct_size = sizeof info;
     if (rootspan_provider_device_info(context, report.name, ordinal, &info, nullptr) != ROOTSPAN_OK) continue;
-    devices.push_back({{"ordinal", info.ordinal},
-                       {"name", info.name},
-                       {"memory_bytes", info.total_memory_bytes},
-                       {"free_memory_bytes", info.free_memory_bytes},
-                       {"pci_bus_id", info.pci_bus_id[0] == '\0' ? nlohmann::json(nullptr) : nlohmann::json(info.pci_bus_id)}});
+    devices.push_back(
+        {{"ordinal", info.ordinal},
+         {"name", info.name},
+         {"memory_bytes", info.total_memory_bytes},
+         {"free_memory_bytes", info.free_memory_bytes},
+         {"pci_bus_id", info.pci_bus_id[0] == '\0' ? nlohmann::json(nullptr) : nlohmann::json(info.pci_bus_id)}});
   }
   return devices;
 }
@@ -82,25 +91,28 @@ int run_providers(std::vector<std::string> args) {
     print_json({{"manifests", manifests}, {"providers", providers}});
     return kDone;
   }
+  // Paths, names and reasons come from manifests and plugins: escaped for the terminal.
+  const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
   std::printf("manifests read: %s\n", manifests.empty() ? "none" : "");
-  for (const auto &m : manifests) std::printf("  %s\n", m.get<std::string>().c_str());
+  for (const auto &m : manifests) std::printf("  %s\n", shown(m).c_str());
   std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
   for (const auto &p : providers) {
-    const std::string abi = std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
+    const std::string abi =
+        std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
     std::string detail;
     for (const auto &d : p["devices"]) {
       detail += (detail.empty() ? "" : ", ") + std::to_string(d["ordinal"].get<int>()) + ": " +
-                d["name"].get<std::string>() + " (" +
-                std::to_string(d["memory_bytes"].get<std::uint64_t>() >> 20) + " MiB)";
+                d["name"].get<std::string>() + " (" + std::to_string(d["memory_bytes"].get<std::uint64_t>() >> 20) +
+                " MiB)";
     }
     if (!p["reason"].is_null()) {
       detail += (detail.empty() ? "" : "; ") +
                 (p["policy"].is_null() ? std::string() : p["policy"].get<std::string>() + ": ") +
                 p["reason"].get<std::string>();
     }
-    std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", p["name"].get<std::string>().c_str(),
-                p["kind"].get<std::string>().c_str(), p["origin"].get<std::string>().c_str(),
-                p["status"].get<std::string>().c_str(), abi.c_str(), detail.c_str());
+    std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", shown(p["name"]).c_str(), shown(p["kind"]).c_str(),
+                p["origin"].get<std::string>().c_str(), p["status"].get<std::string>().c_str(), abi.c_str(),
+                terminal_safe(detail).c_str());
   }
   return kDone;
 }

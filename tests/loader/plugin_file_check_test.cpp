@@ -1,4 +1,4 @@
-// Plugin file checks, L4: exists, regular, not world-writable, ELF of this
+// Plugin file checks, L4: exists, regular, trusted, ELF of this
 // class/byte order/machine, ET_DYN, sha256; all on the one open descriptor.
 #include "core/plugin_file_check.hpp"
 
@@ -102,11 +102,12 @@ TEST(PluginFileL4, WorldWritableIsRefused) {
   Diagnostic d = check_error(copy);
   EXPECT_TRUE(HasPolicy(d, "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(Mentions(d, copy.string()));
-  EXPECT_TRUE(Mentions(d, "world-writable (expected mode without o+w, actual mode 0777)"));
-  EXPECT_TRUE(HasValues(d, 0775, 0777));
+  EXPECT_TRUE(Mentions(d, "not trusted: " + copy.string() + " world-writable (expected owner root"));
+  EXPECT_TRUE(Mentions(d, "mode 0777)"));
+  EXPECT_TRUE(HasValues(d, 0755, 0777));
 
-  // The same copy without o+w passes: the mode was the only fault.
-  ::chmod(copy.c_str(), 0775);
+  // The same copy without g+w and o+w passes: the mode was the only fault.
+  ::chmod(copy.c_str(), 0755);
   EXPECT_TRUE(check_plugin_file(copy));
 }
 
