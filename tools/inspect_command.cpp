@@ -7,6 +7,21 @@
 
 namespace rootspan::cli {
 
+namespace {
+
+// safetensors metadata is a string; GGUF metadata a typed value, or an array
+// summarized by its element type, length and first elements.
+std::string metadata_text(const nlohmann::json &value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.value("type", "") == "array") {
+    return "array of " + std::to_string(value["length"].get<std::uint64_t>()) + " " +
+           value["element_type"].get<std::string>() + ", first " + value["first"].dump();
+  }
+  return value["type"].get<std::string>() + " " + value["value"].dump();
+}
+
+}  // namespace
+
 int run_inspect(std::vector<std::string> args) {
   CommonOptions options;
   if (!take_common_options(args, options)) return kUsage;
@@ -26,21 +41,23 @@ int run_inspect(std::vector<std::string> args) {
     print_json(document);
     return kDone;
   }
-  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", args[0].c_str(), document["shards"].size(),
-              document["tensors"].size());
+  const bool gguf = document["format"] == "gguf";
+  std::printf("%s: %s, %zu shard(s), %zu tensors, valid\n", args[0].c_str(),
+              document["format"].get<std::string>().c_str(), document["shards"].size(), document["tensors"].size());
   for (const auto &shard : document["shards"]) {
     std::printf("  shard %s: %llu bytes, header %llu bytes\n", shard["file"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(shard["bytes"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(shard["header_bytes"].get<std::uint64_t>()));
   }
   for (const auto &[key, value] : document["metadata"].items()) {
-    std::printf("  metadata %s = %s\n", key.c_str(), value.get<std::string>().c_str());
+    std::printf("  metadata %s = %s\n", key.c_str(), metadata_text(value).c_str());
   }
-  std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "FILE", "OFFSET", "BYTES");
+  std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", gguf ? "TYPE" : "DTYPE", "SHAPE", "FILE", "OFFSET",
+              "BYTES");
   for (const auto &t : document["tensors"]) {
     std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", t["name"].get<std::string>().c_str(),
-                t["dtype"].get<std::string>().c_str(), t["shape"].dump().c_str(), t["file"].get<std::string>().c_str(),
-                static_cast<unsigned long long>(t["offset"].get<std::uint64_t>()),
+                t[gguf ? "type" : "dtype"].get<std::string>().c_str(), t["shape"].dump().c_str(),
+                t["file"].get<std::string>().c_str(), static_cast<unsigned long long>(t["offset"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(t["bytes"].get<std::uint64_t>()));
   }
   for (const auto &note : document["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "weights/describe.hpp"
+#include "weights/gguf_checkpoint.hpp"
 #include "weights/input_file.hpp"
 #include "weights/portable_path.hpp"
 
@@ -34,6 +35,7 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path) {
         ROOTSPAN_ERR_IO, kOperation,
         quoted_text(path.string()) + ": no such file or folder" + (error ? ": " + error.message() : std::string()));
   }
+  if (is_gguf_source(path)) return open_gguf(path);
   if (!fs::is_directory(status)) return open_single(path);
 
   if (fs::exists(path / kShardIndexName, error)) return open_sharded(path);

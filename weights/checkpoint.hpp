@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
+#include "weights/gguf.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/shard_index.hpp"
 
@@ -23,7 +25,14 @@ namespace rootspan::weights {
 struct Shard {
   std::string file;            // name relative to the checkpoint folder, as the index spells it
   std::filesystem::path path;  // the resolved path that was opened
+  // The shard's tensor table. For a GGUF file it is a view of `gguf`'s
+  // tensors: dense ones with their element type, block-quantized ones as U8
+  // bytes whose last axis counts blocks × bytes_per_block.
   SafetensorsFile safetensors;
+  std::shared_ptr<const GgufFile> gguf;  // set when the shard is a GGUF file
+
+  // Absolute file offset of the data section the tensors' offsets count from.
+  std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
 };
 
 // Where one tensor lies. Both pointers are null when there is no such tensor.
@@ -32,14 +41,14 @@ struct TensorRef {
   const TensorInfo *tensor = nullptr;
   explicit operator bool() const { return tensor != nullptr; }
   // Absolute offset of the tensor's first byte in its shard file.
-  std::uint64_t file_offset() const { return shard->safetensors.data_offset() + tensor->begin; }
+  std::uint64_t file_offset() const { return shard->data_offset() + tensor->begin; }
 };
 
 class Checkpoint {
  public:
   // `path` is a .safetensors file, or a folder holding
   //   model.safetensors.index.json (sharded), else model.safetensors, else
-  //   exactly one *.safetensors file.
+  //   exactly one *.safetensors file; or a GGUF checkpoint (see open_gguf).
   // Sharded rules: every shard name is portable and stays inside the folder
   // through symbolic links; every mapped tensor lies in the file the index
   // names; every tensor of every shard is in the index; no tensor name lies
@@ -52,6 +61,8 @@ class Checkpoint {
   bool sharded() const { return index_.has_value(); }
   const std::optional<ShardIndex> &index() const { return index_; }
   const std::vector<Shard> &shards() const { return shards_; }
+  // True for a GGUF checkpoint (one file, or the parts of a split one).
+  bool is_gguf() const { return !shards_.empty() && shards_.front().gguf != nullptr; }
 
   TensorRef find(std::string_view tensor_name) const;
   // Every tensor name, sorted.
@@ -66,6 +77,9 @@ class Checkpoint {
   Checkpoint() = default;
   static Result<Checkpoint> open_single(const std::filesystem::path &file);
   static Result<Checkpoint> open_sharded(const std::filesystem::path &folder);
+  // A GGUF file, a split GGUF (its first part, any part, or its folder), or
+  // a folder holding one GGUF file. Defined in gguf_checkpoint.cpp.
+  static Result<Checkpoint> open_gguf(const std::filesystem::path &path);
   // Builds by_name_; fails when a name lies in two shards.
   Result<void> index_tensors();
 

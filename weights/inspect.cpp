@@ -1,8 +1,11 @@
 #include "weights/inspect.hpp"
 
+#include "weights/gguf_describe.hpp"
+
 namespace rootspan::weights {
 
 nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint) {
+  if (checkpoint.is_gguf()) return describe_gguf_checkpoint(path, checkpoint);
   nlohmann::json shards = nlohmann::json::array();
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json tensors = nlohmann::json::array();
@@ -19,7 +22,7 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
                          {"bytes", tensor.byte_length()}});
     }
   }
-  return {{"path", path.string()}, {"format", "safetensors"}, {"shards", shards}, {"metadata", metadata},
+  return {{"path", path.string()}, {"format", "safetensors"},     {"shards", shards}, {"metadata", metadata},
           {"tensors", tensors},    {"notes", checkpoint.notes()}, {"valid", true}};
 }
 
