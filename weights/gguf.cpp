@@ -427,7 +427,8 @@ Result<GgufFile> parse(Cursor::ReadAt read_at, std::uint64_t file_size, const st
                 body / kMinKeyValueBytes, kv_count);
   }
 
-  std::vector<std::uint64_t> value_offsets;
+  std::vector<std::uint64_t> value_offsets;  // where each value starts
+  std::vector<std::uint64_t> key_offsets;    // where each key starts
   for (std::uint64_t i = 0; i < kv_count; ++i) {
     const std::string field = "key #" + std::to_string(i);
     const std::uint64_t key_at = cursor.position();
@@ -441,10 +442,11 @@ Result<GgufFile> parse(Cursor::ReadAt read_at, std::uint64_t file_size, const st
     if (!inserted) {
       return fail(
           key_at, field,
-          "duplicate key " + quoted_text(key) + " (first at byte " + std::to_string(value_offsets[it->second]) + ")");
+          "duplicate key " + quoted_text(key) + " (first at byte " + std::to_string(key_offsets[it->second]) + ")");
     }
     file.metadata.emplace_back(std::move(key), std::move(value));
     value_offsets.push_back(value_at);
+    key_offsets.push_back(key_at);
   }
   BOOST_OUTCOME_TRY(alignment, alignment_of(file, value_offsets, fail));
   file.alignment = alignment;

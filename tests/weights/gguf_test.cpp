@@ -9,6 +9,9 @@
 
 #include "gguf_writer.hpp"
 #include "test_support.hpp"
+#include "weights/checkpoint.hpp"
+#include "weights/resolve.hpp"
+#include "weights/schema.hpp"
 
 namespace rootspan::weights::testing {
 namespace {
@@ -353,6 +356,20 @@ TEST(GgufScale, OpensTenThousandTensors) {
   EXPECT_EQ(file.value().tensors.size(), 10000u);
   std::printf("open_gguf: 10000 tensors, %zu-byte header, %.2f ms\n", static_cast<std::size_t>(w.data_offset()),
               std::chrono::duration<double, std::milli>(elapsed).count());
+
+  // The whole path a load takes before reading data: the checkpoint, its
+  // default schema, and every component resolved.
+  const auto begin = std::chrono::steady_clock::now();
+  auto checkpoint = Checkpoint::open(path);
+  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  const auto opened = std::chrono::steady_clock::now();
+  auto resolved = resolve_schema(checkpoint.value(), default_schema(checkpoint.value()));
+  const auto done = std::chrono::steady_clock::now();
+  ASSERT_TRUE(resolved) << resolved.error().message();
+  EXPECT_EQ(resolved.value().payloads.size(), 10000u);
+  std::printf("Checkpoint::open: %.2f ms; default schema + resolve: %.2f ms\n",
+              std::chrono::duration<double, std::milli>(opened - begin).count(),
+              std::chrono::duration<double, std::milli>(done - opened).count());
 }
 
 }  // namespace
