@@ -1,7 +1,7 @@
 /* rootspan/weights.h — loading model weights into provider memory (DESIGN 6).
  *
  * A checkpoint (one safetensors file, or a folder of shards with
- * model.safetensors.index.json) is validated against a component schema (or
+ * model.safetensors.index.json, or a GGUF file, split or not) is validated against a component schema (or
  * the default one: one component per tensor), then every component becomes
  * one root of a provider: zero-copy over the mapped file on the host where
  * the bytes allow it, otherwise copied in order with pread, or uploaded
