@@ -59,6 +59,17 @@ void print_schema(const nlohmann::json &schema) {
   }
 }
 
+// safetensors metadata is a string; GGUF metadata a typed value, or an array
+// summarized by its element type, length and first elements.
+std::string metadata_text(const nlohmann::json &value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.value("type", "") == "array") {
+    return "array of " + std::to_string(value["length"].get<std::uint64_t>()) + " " +
+           value["element_type"].get<std::string>() + ", first " + value["first"].dump();
+  }
+  return value["type"].get<std::string>() + " " + value["value"].dump();
+}
+
 }  // namespace
 
 int run_inspect(std::vector<std::string> args) {
@@ -86,8 +97,9 @@ int run_inspect(std::vector<std::string> args) {
   }
   // Every string below comes from the files: escaped for the terminal.
   const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
-  std::printf("%s: safetensors, %zu shard(s), %zu tensors, valid\n", terminal_safe(inspect.path).c_str(),
-              document["shards"].size(), document["tensors"].size());
+  const bool gguf = document["format"] == "gguf";
+  std::printf("%s: %s, %zu shard(s), %zu tensors, valid\n", terminal_safe(inspect.path).c_str(),
+              document["format"].get<std::string>().c_str(), document["shards"].size(), document["tensors"].size());
   if (document["folder"] != inspect.path) std::printf("  folder %s\n", shown(document["folder"]).c_str());
   for (const auto &shard : document["shards"]) {
     std::printf("  shard %s: %llu bytes, header %llu bytes\n", shown(shard["file"]).c_str(),
@@ -95,12 +107,13 @@ int run_inspect(std::vector<std::string> args) {
                 static_cast<unsigned long long>(shard["header_bytes"].get<std::uint64_t>()));
   }
   for (const auto &[key, value] : document["metadata"].items()) {
-    std::printf("  metadata %s = %s\n", terminal_safe(key).c_str(), shown(value).c_str());
+    std::printf("  metadata %s = %s\n", terminal_safe(key).c_str(), terminal_safe(metadata_text(value)).c_str());
   }
-  std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "FILE", "OFFSET", "BYTES");
+  std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", gguf ? "TYPE" : "DTYPE", "SHAPE", "FILE", "OFFSET",
+              "BYTES");
   for (const auto &t : document["tensors"]) {
-    std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", shown(t["name"]).c_str(), shown(t["dtype"]).c_str(),
-                t["shape"].dump().c_str(), shown(t["file"]).c_str(),
+    std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", shown(t["name"]).c_str(),
+                shown(t[gguf ? "type" : "dtype"]).c_str(), t["shape"].dump().c_str(), shown(t["file"]).c_str(),
                 static_cast<unsigned long long>(t["offset"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(t["bytes"].get<std::uint64_t>()));
   }

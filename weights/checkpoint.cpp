@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "weights/describe.hpp"
+#include "weights/gguf_checkpoint.hpp"
 #include "weights/hf_cache.hpp"
 #include "weights/input_file.hpp"
 #include "weights/portable_path.hpp"
@@ -57,6 +58,7 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
     return open_folder(snapshot.value(), {repository});
   }
   if (fs::is_directory(status)) return open_folder(path, {});
+  if (is_gguf_source(path)) return open_gguf(path);
   if (path.filename().string().ends_with(kIndexSuffix)) {
     return open_sharded(path.has_parent_path() ? path.parent_path() : fs::path("."), path, {});
   }
@@ -64,6 +66,7 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
 }
 
 Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs::path> trusted) {
+  if (is_gguf_source(path)) return open_gguf(path);
   std::error_code error;
   // A link to an index that is missing (a download cut short) is still the
   // index: opening it says so, rather than looking for other files.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
+#include "weights/gguf.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/shard_index.hpp"
 
@@ -25,7 +27,14 @@ namespace rootspan::weights {
 struct Shard {
   std::string file;            // name relative to the checkpoint folder, as the index spells it
   std::filesystem::path path;  // the resolved path that was opened
+  // The shard's tensor table. For a GGUF file it is a view of `gguf`'s
+  // tensors: dense ones with their element type, block-quantized ones as U8
+  // bytes whose last axis counts blocks × bytes_per_block.
   SafetensorsFile safetensors;
+  std::shared_ptr<const GgufFile> gguf;  // set when the shard is a GGUF file
+
+  // Absolute file offset of the data section the tensors' offsets count from.
+  std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
 };
 
 // Where one tensor lies. Both pointers are null when there is no such tensor.
@@ -34,7 +43,7 @@ struct TensorRef {
   const TensorInfo *tensor = nullptr;
   explicit operator bool() const { return tensor != nullptr; }
   // Absolute offset of the tensor's first byte in its shard file.
-  std::uint64_t file_offset() const { return shard->safetensors.data_offset() + tensor->begin; }
+  std::uint64_t file_offset() const { return shard->data_offset() + tensor->begin; }
 };
 
 class Checkpoint {
@@ -49,7 +58,8 @@ class Checkpoint {
   //   - a Hugging Face cache repository folder (is_cache_repository): the
   //     snapshot of `revision` (default: what refs/main names) is the folder.
   // `revision` applies to a cache repository only; anything else with a
-  // revision is refused.
+  // revision is refused. A GGUF file, split or not, or a folder of one, opens
+  // through open_gguf.
   // Sharded rules: every shard name is portable, and its real path (every
   // symbolic link followed) lies in a trusted folder: the checkpoint folder,
   // the folder that really holds the index file (its links followed), and a
@@ -69,6 +79,8 @@ class Checkpoint {
   bool sharded() const { return index_.has_value(); }
   const std::optional<ShardIndex> &index() const { return index_; }
   const std::vector<Shard> &shards() const { return shards_; }
+  // True for a GGUF checkpoint (one file, or the parts of a split one).
+  bool is_gguf() const { return !shards_.empty() && shards_.front().gguf != nullptr; }
 
   TensorRef find(std::string_view tensor_name) const;
   // Every tensor name, sorted.
@@ -90,6 +102,9 @@ class Checkpoint {
   // trusted beyond `folder` and the index's real folder (canonical).
   static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::filesystem::path &index,
                                          std::vector<std::filesystem::path> trusted);
+  // A GGUF file, a split GGUF (its first part, any part, or its folder), or
+  // a folder holding one GGUF file. Defined in gguf_checkpoint.cpp.
+  static Result<Checkpoint> open_gguf(const std::filesystem::path &path);
   // Builds by_name_; fails when a name lies in two shards.
   Result<void> index_tensors();
 

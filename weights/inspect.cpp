@@ -1,8 +1,15 @@
 #include "weights/inspect.hpp"
 
+#include "weights/gguf_describe.hpp"
+
 namespace rootspan::weights {
 
 nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint) {
+  if (checkpoint.is_gguf()) {
+    nlohmann::json document = describe_gguf_checkpoint(path, checkpoint);
+    document["folder"] = checkpoint.folder().string();
+    return document;
+  }
   nlohmann::json shards = nlohmann::json::array();
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json tensors = nlohmann::json::array();

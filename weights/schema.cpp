@@ -6,6 +6,7 @@
 
 #include "weights/checked_math.hpp"
 #include "weights/describe.hpp"
+#include "weights/gguf_checkpoint.hpp"
 #include "weights/input_file.hpp"
 #include "weights/strict_json.hpp"
 
@@ -259,6 +260,10 @@ ComponentSchema default_schema(const Checkpoint &checkpoint) {
     component.sources = {names[n]};
     component.dimensions = tensor.tensor->shape;
     component.encoding = DenseEncoding{tensor.tensor->dtype};
+    if (const GgufTensor *gguf = gguf_tensor(tensor)) {
+      component.dimensions = gguf_component_dimensions(*gguf);
+      component.encoding = gguf_encoding(*gguf->type);
+    }
     component.required = tensor.tensor->byte_length() != 0;
     schema.components.push_back(std::move(component));
   }

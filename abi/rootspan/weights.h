@@ -2,7 +2,8 @@
  *
  * A checkpoint (one safetensors file; a folder of shards with
  * model.safetensors.index.json, or that index file itself; or a Hugging Face
- * cache repository folder, models--org--name) is validated against a component schema (or
+ * cache repository folder, models--org--name; or a GGUF file, split or not) is
+ * validated against a component schema (or
  * the default one: one component per tensor), then every component becomes
  * one root of a provider: zero-copy over the mapped file on the host where
  * the bytes allow it, otherwise copied in order with pread, or uploaded
