@@ -33,7 +33,7 @@ CLAIM_EXCLUSIVE = 1
 
 MEMORY_KINDS = {"host": 0, "device": 1, "host_pinned": 2}
 ORIGINS = ("static", "manifest", "embedded")
-STATES = ("loaded", "skipped", "failed")
+STATES = ("loaded", "skipped", "failed", "no device")
 REQUESTED_KINDS = ("none", "range", "key_range", "root_key_range")
 
 LOAD_STRATEGIES = {"mmap": 0, "read": 1}

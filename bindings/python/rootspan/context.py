@@ -33,7 +33,7 @@ class ProviderReport:
     name: str
     kind: str
     origin: str  # "static", "manifest" or "embedded"
-    state: str  # "loaded", "skipped" or "failed"
+    state: str  # "loaded", "skipped", "failed" or "no device" (started, but the runtime found no device)
     library: Optional[str]
     manifest: Optional[str]
     abi: tuple  # (major, minor); (0, 0) when never negotiated
@@ -217,7 +217,7 @@ class Context:
                                               d.free_memory_bytes))
             out.append(ProviderReport(
                 name, _text(r.kind), _abi.ORIGINS[r.origin] if 0 <= r.origin < 3 else str(r.origin),
-                _abi.STATES[r.state] if 0 <= r.state < 3 else str(r.state), _text(r.library), _text(r.manifest),
+                _abi.STATES[r.state] if 0 <= r.state < len(_abi.STATES) else str(r.state), _text(r.library), _text(r.manifest),
                 (r.abi_major, r.abi_minor), r.device_count, r.priority, _text(r.policy), _text(r.reason), r.code,
                 devices))
         return out
