@@ -8,8 +8,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
-
 namespace rootspan::bench {
 
 namespace {
@@ -40,14 +38,16 @@ std::uint64_t status_field(const char *field) {
 }  // namespace
 
 void write_safetensors(const std::filesystem::path &path, const std::vector<std::uint64_t> &sizes) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  // Written by hand: an ordered JSON object would take quadratic time here.
+  std::string text = "{";
   std::uint64_t offset = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    header["t." + std::to_string(i)] = {
-        {"dtype", "U8"}, {"shape", {sizes[i]}}, {"data_offsets", {offset, offset + sizes[i]}}};
+    const std::string n = std::to_string(sizes[i]);
+    text += (i == 0 ? "\"t." : ",\"t.") + std::to_string(i) + "\":{\"dtype\":\"U8\",\"shape\":[" + n +
+            "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + sizes[i]) + "]}";
     offset += sizes[i];
   }
-  std::string text = header.dump();
+  text += "}";
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
@@ -65,6 +65,14 @@ void write_safetensors(const std::filesystem::path &path, const std::vector<std:
   }
   ::fdatasync(fd);
   ::close(fd);
+}
+
+const std::filesystem::path &LazySafetensors::path() {
+  if (!written_) {
+    write_safetensors(path_, sizes_);
+    written_ = true;
+  }
+  return path_;
 }
 
 BenchFolder::BenchFolder() {

@@ -23,6 +23,20 @@ struct BenchConfig {
 // run during the measurements.
 void write_safetensors(const std::filesystem::path &path, const std::vector<std::uint64_t> &sizes);
 
+// A safetensors file written the first time a benchmark asks for it (before
+// its timed loop), so that a filtered run writes only the files it reads.
+class LazySafetensors {
+ public:
+  LazySafetensors(std::filesystem::path path, std::vector<std::uint64_t> sizes)
+      : path_(std::move(path)), sizes_(std::move(sizes)) {}
+  const std::filesystem::path &path();
+
+ private:
+  std::filesystem::path path_;
+  std::vector<std::uint64_t> sizes_;
+  bool written_ = false;
+};
+
 class BenchFolder {
  public:
   BenchFolder();  // mkdtemp under $TMPDIR (or /tmp)

@@ -92,51 +92,80 @@ bool touch_component(benchmark::State &state, const rootspan_component_info &inf
   return true;
 }
 
-// Loads the file through rootspan_weights_load; with `touch`, reads one byte
-// of every page of every component through a claim and a mapping.
-void weights_load(benchmark::State &state, std::filesystem::path file, rootspan_load_strategy strategy, bool touch) {
+// One load through rootspan_weights_load and its release; with `touch`, one
+// byte of every page of every component is read through a claim and a
+// mapping. Counts the zero-copy components.
+bool load_once(benchmark::State &state, rootspan_context *context, const std::filesystem::path &file,
+               const rootspan_load_options &options, bool touch, std::uint64_t &zero_copy) {
+  rootspan_weights *weights = nullptr;
+  rootspan_error *error = nullptr;
+  rootspan_status status = rootspan_weights_load(context, file.c_str(), &options, &weights, &error);
+  if (status != ROOTSPAN_OK) {
+    state.SkipWithError(describe_failure("rootspan_weights_load", status, error).c_str());
+    return false;
+  }
+  std::size_t count = 0;
+  rootspan_weights_component_count(weights, &count);
+  bool ok = true;
+  for (std::size_t i = 0; i < count && ok; ++i) {
+    rootspan_component_info info{};
+    info.struct_size = sizeof info;
+    rootspan_weights_component(weights, i, &info);
+    zero_copy += info.zero_copy != 0 ? 1 : 0;
+    if (touch && info.byte_length != 0) ok = touch_component(state, info);
+  }
+  status = rootspan_weights_free(weights, &error);
+  if (status != ROOTSPAN_OK) {
+    state.SkipWithError(describe_failure("rootspan_weights_free", status, error).c_str());
+    return false;
+  }
+  return ok;
+}
+
+rootspan_context *new_context() {
   rootspan_context *context = nullptr;
   rootspan_error *error = nullptr;
   check("rootspan_context_create", rootspan_context_create(nullptr, &context, &error), error);
+  return context;
+}
+
+// Where a load's memory comes from: a new context each time (the first load
+// of a process: fresh memory), or one context that loaded once before timing
+// (a reload: the host provider reuses the memory it kept).
+enum class Memory { kFresh, kReused };
+
+void weights_load(benchmark::State &state, std::shared_ptr<LazySafetensors> lazy, rootspan_load_strategy strategy,
+                  bool touch, Memory memory) {
+  const std::filesystem::path &file = lazy->path();
+  const std::uint64_t bytes = std::filesystem::file_size(file);
   rootspan_load_options options{};
   options.struct_size = sizeof options;
   options.provider = "host";
   options.strategy = strategy;
-  const std::uint64_t bytes = std::filesystem::file_size(file);
-  PeakResident peak;
   std::uint64_t zero_copy = 0;
+  rootspan_context *context = memory == Memory::kReused ? new_context() : nullptr;
+  if (context != nullptr && !load_once(state, context, file, options, touch, zero_copy)) {
+    rootspan_context_destroy(context, nullptr);
+    return;
+  }
+  zero_copy = 0;
+  PeakResident peak;
   for (auto _ : state) {
-    rootspan_weights *weights = nullptr;
-    rootspan_status status = rootspan_weights_load(context, file.c_str(), &options, &weights, &error);
-    if (status != ROOTSPAN_OK) {
-      state.SkipWithError(describe_failure("rootspan_weights_load", status, error).c_str());
-      break;
-    }
-    std::size_t count = 0;
-    rootspan_weights_component_count(weights, &count);
-    for (std::size_t i = 0; i < count; ++i) {
-      rootspan_component_info info{};
-      info.struct_size = sizeof info;
-      rootspan_weights_component(weights, i, &info);
-      zero_copy += info.zero_copy != 0 ? 1 : 0;
-      if (!touch || info.byte_length == 0) continue;
-      if (!touch_component(state, info)) break;
-    }
-    status = rootspan_weights_free(weights, &error);
-    if (status != ROOTSPAN_OK) {
-      state.SkipWithError(describe_failure("rootspan_weights_free", status, error).c_str());
-      break;
-    }
+    rootspan_context *each = context != nullptr ? context : new_context();
+    const bool ok = load_once(state, each, file, options, touch, zero_copy);
+    if (each != context) rootspan_context_destroy(each, nullptr);
+    if (!ok) break;
   }
   peak.report(state);
   state.counters["zero_copy_components"] =
       state.iterations() == 0 ? 0 : static_cast<double>(zero_copy) / static_cast<double>(state.iterations());
   set_bytes(state, bytes);
-  rootspan_context_destroy(context, nullptr);
+  if (context != nullptr) rootspan_context_destroy(context, nullptr);
 }
 
 // The floor of a zero-copy load: open, mmap, (touch), munmap, close.
-void plain_mmap(benchmark::State &state, std::filesystem::path file, bool touch) {
+void plain_mmap(benchmark::State &state, std::shared_ptr<LazySafetensors> lazy, bool touch) {
+  const std::filesystem::path &file = lazy->path();
   const std::uint64_t bytes = std::filesystem::file_size(file);
   PeakResident peak;
   for (auto _ : state) {
@@ -155,7 +184,8 @@ void plain_mmap(benchmark::State &state, std::filesystem::path file, bool touch)
 
 // pread of the whole file into a buffer that is fresh each time (malloc'd,
 // never touched: every page faults during the read).
-void pread_fresh(benchmark::State &state, std::filesystem::path file) {
+void pread_fresh(benchmark::State &state, std::shared_ptr<LazySafetensors> lazy) {
+  const std::filesystem::path &file = lazy->path();
   const std::uint64_t bytes = std::filesystem::file_size(file);
   PeakResident peak;
   for (auto _ : state) {
@@ -173,7 +203,8 @@ void pread_fresh(benchmark::State &state, std::filesystem::path file) {
 }
 
 // pread of the whole file into one buffer faulted in before timing starts.
-void pread_faulted(benchmark::State &state, std::filesystem::path file) {
+void pread_faulted(benchmark::State &state, std::shared_ptr<LazySafetensors> lazy) {
+  const std::filesystem::path &file = lazy->path();
   const std::uint64_t bytes = std::filesystem::file_size(file);
   PeakResident peak;
   std::unique_ptr<unsigned char, decltype(&std::free)> buffer(static_cast<unsigned char *>(std::malloc(bytes)),
@@ -212,15 +243,14 @@ void memcpy_faulted(benchmark::State &state, std::uint64_t bytes) {
 void register_load_benchmarks(const BenchConfig &config, const std::filesystem::path &folder) {
   const std::string large = size_label(config.large_bytes);
   const std::string small = size_label(config.small_bytes);
-  const auto small_file = folder / "zero-copy-small.safetensors";
-  const auto single_file = folder / "one-tensor.safetensors";
-  const auto many_file = folder / "200-tensors.safetensors";
-  write_safetensors(small_file, {config.small_bytes});
-  write_safetensors(single_file, {config.large_bytes});
   // 200 tensors of about equal size, together large_bytes.
   std::vector<std::uint64_t> sizes(200, config.large_bytes / 200);
   sizes.back() += config.large_bytes % 200;
-  write_safetensors(many_file, sizes);
+  const auto small_file =
+      std::make_shared<LazySafetensors>(folder / "zero-copy-small.safetensors", std::vector{config.small_bytes});
+  const auto single_file =
+      std::make_shared<LazySafetensors>(folder / "one-tensor.safetensors", std::vector{config.large_bytes});
+  const auto many_file = std::make_shared<LazySafetensors>(folder / "200-tensors.safetensors", sizes);
 
   const auto timed = [&](benchmark::internal::Benchmark *b) {
     b->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(config.load_iterations);
@@ -229,14 +259,16 @@ void register_load_benchmarks(const BenchConfig &config, const std::filesystem::
     const std::string suffix = touch ? "+touch" : "";
     for (const auto &[label, file] : {std::pair{small, small_file}, std::pair{large, single_file}}) {
       timed(benchmark::RegisterBenchmark(("zero_copy/load/" + label + suffix).c_str(), weights_load, file,
-                                         ROOTSPAN_LOAD_MMAP, touch));
+                                         ROOTSPAN_LOAD_MMAP, touch, Memory::kReused));
       timed(benchmark::RegisterBenchmark(("baseline/mmap/" + label + suffix).c_str(), plain_mmap, file, touch));
     }
   }
-  timed(benchmark::RegisterBenchmark(("copy/read_load/" + large + "/1_tensor").c_str(), weights_load, single_file,
-                                     ROOTSPAN_LOAD_READ, false));
-  timed(benchmark::RegisterBenchmark(("copy/read_load/" + large + "/200_tensors").c_str(), weights_load, many_file,
-                                     ROOTSPAN_LOAD_READ, false));
+  for (const auto &[memory, label] : {std::pair{Memory::kFresh, "first"}, std::pair{Memory::kReused, "reload"}}) {
+    for (const auto &[file, tensors] : {std::pair{single_file, "1_tensor"}, std::pair{many_file, "200_tensors"}}) {
+      timed(benchmark::RegisterBenchmark(("copy/read_load/" + large + "/" + tensors + "/" + label).c_str(),
+                                         weights_load, file, ROOTSPAN_LOAD_READ, false, memory));
+    }
+  }
   timed(benchmark::RegisterBenchmark(("baseline/pread_fresh/" + large).c_str(), pread_fresh, single_file));
   timed(benchmark::RegisterBenchmark(("baseline/pread_faulted/" + large).c_str(), pread_faulted, single_file));
   timed(benchmark::RegisterBenchmark(("baseline/memcpy/" + large).c_str(), memcpy_faulted, config.large_bytes));

@@ -125,7 +125,7 @@ std::vector<Ratio> compute_ratios(const std::vector<Figure> &figures) {
     }
     if (starts_with(f.name, "copy/read_load/")) {
       std::string rest = f.name.substr(std::string("copy/read_load/").size());
-      const std::string size = rest.substr(0, rest.find('/'));
+      const std::string size = rest.substr(0, rest.find('/'));  // "1GiB/1_tensor/first" -> "1GiB"
       time_ratio("speed against pread into a fresh buffer", f.name, "baseline/pread_fresh/" + size, true);
       time_ratio("speed against pread into faulted memory (target >= 0.85)", f.name, "baseline/pread_faulted/" + size,
                  true);
