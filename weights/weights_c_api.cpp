@@ -24,7 +24,8 @@ namespace weights = rootspan::weights;
 Result<std::string> choose_provider(const rootspan::Context &context, const char *requested) {
   if (requested != nullptr && std::string(requested) != "auto") return std::string(requested);
   const rootspan::ProviderReport *best = nullptr;
-  for (const rootspan::ProviderReport &report : context.reports()) {
+  const std::vector<rootspan::ProviderReport> reports = context.reports();  // a snapshot
+  for (const rootspan::ProviderReport &report : reports) {
     if (report.state != ROOTSPAN_PROVIDER_LOADED || report.device_count == 0) continue;
     if (best == nullptr || report.priority > best->priority) best = &report;
   }
@@ -39,24 +40,30 @@ Result<std::string> choose_provider(const rootspan::Context &context, const char
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
-                                      const rootspan_load_options *options, rootspan_weights **out,
-                                      rootspan_error **error) {
-  if (context == nullptr || path == nullptr || out == nullptr ||
-      (options != nullptr && !has_size(options, options->struct_size))) {
-    return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
+                                      rootspan_weights **out, rootspan_error **error) {
+  if (context == nullptr || path == nullptr || out == nullptr) {
+    return invalid(error, "load_component", "context, path or weights is NULL");
+  }
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "load_component", "options"); s != ROOTSPAN_OK) return s;
   }
   *out = nullptr;
   return guarded(error, "load_component", [&]() -> Result<void> {
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
+    if (o.strategy != ROOTSPAN_LOAD_MMAP && o.strategy != ROOTSPAN_LOAD_READ) {
+      return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", o.strategy),
+                                    "load_component", rootspan::Requested::none());
+    }
     rootspan::Context &ctx = *context->context;
 
     auto checkpoint = weights::Checkpoint::open(path);
     if (!checkpoint) return checkpoint.error();
-    auto schema = o.schema_path != nullptr ? weights::load_component_schema(o.schema_path)
-                                           : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
+    auto schema = o.schema_path != nullptr
+                      ? weights::load_component_schema(o.schema_path)
+                      : Result<weights::ComponentSchema>(weights::default_schema(checkpoint.value()));
     if (!schema) return schema.error();
     auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
     if (!resolved) return resolved.error();
@@ -69,8 +76,12 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
-        const rootspan_load_progress progress{sizeof(rootspan_load_progress), p.component->c_str(),
-                                              p.component_index, p.component_count, p.bytes_done, p.bytes_total};
+        const rootspan_load_progress progress{sizeof(rootspan_load_progress),
+                                              p.component->c_str(),
+                                              p.component_index,
+                                              p.component_count,
+                                              p.bytes_done,
+                                              p.bytes_total};
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
@@ -93,11 +104,11 @@ rootspan_status rootspan_weights_component_count(const rootspan_weights *weights
 
 rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                            rootspan_component_info *info) {
-  if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
   const weights::LoadedComponent &c = weights->result.components[index];
-  write_struct(info, rootspan_component_info{sizeof(rootspan_component_info), c.id.c_str(), handle_of(c.root),
-                                             c.bytes, c.segments, c.zero_copy ? 1 : 0});
+  write_struct(info, rootspan_component_info{sizeof(rootspan_component_info), c.id.c_str(), handle_of(c.root), c.bytes,
+                                             c.segments, c.zero_copy ? 1 : 0});
   return ROOTSPAN_OK;
 }
 

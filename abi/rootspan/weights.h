@@ -33,6 +33,9 @@ typedef struct rootspan_load_progress {
   uint64_t bytes_total;
 } rootspan_load_progress;
 #define ROOTSPAN_LOAD_PROGRESS_LAST_FIELD bytes_total
+#define ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE);
 
 /* Returns 0 to go on, non-zero to cancel the load (it then fails with
  * ROOTSPAN_ERR_CANCELLED and releases every root it made). Called on the
@@ -49,6 +52,8 @@ typedef struct rootspan_load_options {
   void *progress_context;
 } rootspan_load_options;
 #define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD progress_context
+#define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
 /* The components a load made. Owns their roots until rootspan_weights_free. */
 typedef struct rootspan_weights rootspan_weights;
@@ -68,6 +73,9 @@ typedef struct rootspan_component_info {
   int32_t zero_copy;     /* out: the root is the mapped file region itself */
 } rootspan_component_info;
 #define ROOTSPAN_COMPONENT_INFO_LAST_FIELD zero_copy
+#define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
 
 /* The provider the components live in; lives as long as the weights. */
 ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weights);

@@ -131,8 +131,9 @@ TEST(LoaderEndToEnd, ShippedDefaultManifestLoadsTheHostPlugin) {
   options.manifests = {LOADER_TEST_BUILD_MANIFEST};
   auto context = Context::create(options);
   ASSERT_TRUE(context) << context.error().message();
-  ASSERT_EQ(context.value()->reports().size(), 1u);
-  const ProviderReport &report = context.value()->reports()[0];
+  const std::vector<ProviderReport> reports = context.value()->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const ProviderReport &report = reports[0];
   EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.reason;
   EXPECT_EQ(report.origin, ROOTSPAN_ORIGIN_MANIFEST);
   EXPECT_EQ(report.device_count, 1u);
