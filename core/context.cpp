@@ -115,7 +115,10 @@ std::uint64_t Context::destroy() {
     std::lock_guard lock(mutex_);
     left.swap(roots_);
   }
-  for (auto &[key, root] : left) release_allocation(*root->provider, root->allocation);
+  for (auto &[key, root] : left) {
+    release_handles(*root);
+    release_allocation(*root->provider, root->allocation);
+  }
   const std::uint64_t count = left.size();
   left.clear();  // drops each root's provider reference
   std::vector<std::shared_ptr<Provider>> providers;
@@ -141,6 +144,23 @@ Result<std::shared_ptr<Provider>> Context::provider(const std::string &name) con
 std::size_t Context::live_roots() const {
   std::lock_guard lock(mutex_);
   return roots_.size();
+}
+
+void Context::release_handles(Root &root) const {
+  const Provider &provider = *root.provider;
+  const rootspan_provider_table &table = provider.table();
+  std::lock_guard lock(root.mutex);
+  for (Mapping *mapping : root.claims.live_mappings()) {
+    provider.invoke_quietly([&] { table.unmap(provider.instance(), &root.allocation, &mapping->provider); });
+    root.claims.free_mapping(mapping);
+  }
+  for (Claim *claim : root.claims.live_claims()) {
+    for (const rootspan_device_access &access : claim->accesses) {
+      provider.invoke_quietly([&] { table.release_device_access(provider.instance(), &root.allocation, &access); });
+    }
+    claim->accesses.clear();
+    claim->device_accesses = 0;
+  }
 }
 
 void Context::release_allocation(const Provider &provider, const rootspan_provider_allocation &allocation) const {

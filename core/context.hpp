@@ -113,6 +113,9 @@ class Context {
   // against another; providers_mutex_ guards the two lists against readers.
   std::mutex add_mutex_;
   mutable std::shared_mutex providers_mutex_;
+  // Unmaps the root's live mappings and releases its live device accesses
+  // through the provider: what must go before its allocation is released.
+  void release_handles(Root &root) const;
   std::vector<std::shared_ptr<Provider>> providers_;
   std::deque<ProviderReport> reports_;  // a deque: recorded reports never move
   std::vector<std::string> manifests_;
