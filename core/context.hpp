@@ -80,6 +80,10 @@ class Context {
   Result<void> release(Root *root);
 
   Result<std::shared_ptr<Provider>> provider(const std::string &name) const;
+  // Releases every root of `roots` or none: Busy (naming the first claimed
+  // one, by `names[i]` when given) if any is claimed, with the claim checks
+  // and the removal done under one hold of every root's lock.
+  Result<void> release_together(const std::vector<Root *> &roots, const std::vector<std::string> &names);
   // Snapshots: providers may be added from another thread meanwhile.
   std::vector<std::shared_ptr<Provider>> providers() const;
   std::vector<ProviderReport> reports() const;

@@ -141,15 +141,15 @@ rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, siz
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
   if (weights == nullptr) return ROOTSPAN_OK;
+  // All or nothing: the claim checks and the releases under one hold.
+  std::vector<rootspan::Root *> roots;
+  std::vector<std::string> names;
   for (const weights::LoadedComponent &c : weights->result.components) {
-    std::lock_guard lock(c.root->mutex);
-    if (c.root->claims.live_count() != 0) {
-      return report(error, rootspan::make_error(ROOTSPAN_ERR_BUSY, "release_root",
-                                                "component \"" + c.id + "\" is still claimed; nothing was released"));
-    }
+    roots.push_back(c.root);
+    names.push_back("component \"" + c.id + "\"");
   }
   const rootspan_status status =
-      guarded(error, "release_root", [&] { return weights::release_components(*weights->context, weights->result); });
+      guarded(error, "release_root", [&] { return weights->context->release_together(roots, names); });
   if (status == ROOTSPAN_OK) delete weights;
   return status;
 }
