@@ -270,8 +270,11 @@ Result<Root *> Context::import_host(const HostImport &import) {
   allocation.struct_size = sizeof allocation;
   // From here the provider owns the deleter: a rejected import releases the
   // allocation, and the provider's release calls it.
-  return adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
-               "import_unique_root");
+  auto adopted = adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
+                       "import_unique_root");
+  // The caller has no handle yet: no other thread can map the root before this.
+  if (adopted) adopted.value()->backing_check = import.backing_check;
+  return adopted;
 }
 
 Result<void> Context::release(Root *root) {

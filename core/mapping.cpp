@@ -88,6 +88,9 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
     return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; map its children instead"));
   }
   const std::uint64_t absolute = claim.span.offset + offset;
+  if (root.backing_check) {
+    if (auto backed = root.backing_check(absolute, length); !backed) return fail(backed.error());
+  }
   rootspan_provider_mapping mapped{};
   mapped.struct_size = sizeof mapped;
   auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {

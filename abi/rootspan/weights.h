@@ -16,7 +16,15 @@
 extern "C" {
 #endif
 
-/* How file bytes reach host memory. */
+/* How file bytes reach host memory.
+ *
+ * With MMAP, a zero-copy root is the file's mapping itself: a file rewritten
+ * in place changes the loaded bytes, and a file truncated under it makes a
+ * read past its new end raise SIGBUS. The library's own reads (verify,
+ * copies, uploads out of such a root) recover and fail with ROOTSPAN_ERR_IO,
+ * and a mapping requested after the file shrank is refused the same way; an
+ * embedder's own reads through rootspan_mapping_data are not protected. For
+ * files the embedder does not control, use READ. */
 typedef int32_t rootspan_load_strategy;
 enum {
   ROOTSPAN_LOAD_MMAP = 0, /* map the files; single aligned segments become zero-copy roots */
