@@ -145,6 +145,13 @@ TEST_F(StructSize, LoadOptionsEndingInsideAFieldAreRefused) {
             ROOTSPAN_ERR_INVALID_ARGUMENT);
   expect_refused(e, "rootspan_load_options", ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, o.struct_size);
   EXPECT_EQ(weights, nullptr);
+  // An out-of-range enum is InvalidArgument naming the value.
+  o.struct_size = ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE;
+  o.strategy = 7;
+  ASSERT_EQ(rootspan_weights_load(context_, "/nonexistent.safetensors", &o, &weights, e.out()),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e.cause(), "strategy 7 is not a rootspan_load_strategy value");
+  EXPECT_EQ(weights, nullptr);
 }
 
 }  // namespace
