@@ -131,12 +131,16 @@ rootspan_status fail(rootspan_provider_message *message, rootspan_status status,
   return status;
 }
 
-rootspan_status host_init(const rootspan_core_services *services, const char *, rootspan_provider_instance **instance,
-                          rootspan_provider_message *message) {
-  if (services->granted_domain_count == 0) return fail(message, ROOTSPAN_ERR_INVALID_ARGUMENT, "no domain granted");
+rootspan_status host_init(const rootspan_core_services *services_in, const char *,
+                          rootspan_provider_instance **instance, rootspan_provider_message *message) {
+  rootspan_core_services services;
+  rootspan_struct_read(&services, ROOTSPAN_CORE_SERVICES_STRUCT_SIZE, services_in, sizeof(std::size_t));
+  if (services.granted_domain_count == 0 || services.granted_domains == nullptr) {
+    return fail(message, ROOTSPAN_ERR_INVALID_ARGUMENT, "no domain granted");
+  }
   auto *host = new (std::nothrow) HostInstance();
   if (host == nullptr) return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
-  host->domain = services->granted_domains[0];
+  host->domain = services.granted_domains[0];
   *instance = reinterpret_cast<rootspan_provider_instance *>(host);
   return ROOTSPAN_OK;
 }
@@ -152,28 +156,35 @@ rootspan_status host_device_info(rootspan_provider_instance *, std::uint32_t ord
                                  rootspan_provider_message *message) {
   if (ordinal != 0) return fail(message, ROOTSPAN_ERR_NOT_FOUND, "the host provider has one device, ordinal 0");
   const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-  info->ordinal = 0;
-  std::snprintf(info->name, sizeof info->name, "host");
-  info->pci_bus_id[0] = '\0';
-  info->total_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * page;
-  info->free_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+  rootspan_device_info out{};
+  out.ordinal = 0;
+  std::snprintf(out.name, sizeof out.name, "host");
+  out.pci_bus_id[0] = '\0';
+  out.total_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * page;
+  out.free_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+  rootspan_struct_write(info, &out, ROOTSPAN_DEVICE_INFO_STRUCT_SIZE);
   return ROOTSPAN_OK;
 }
 
 void describe(HostInstance *host, HostBlock *block, std::uint64_t length, std::uint64_t alignment,
               rootspan_provider_allocation *allocation) {
-  allocation->key.domain = host->domain;
-  allocation->key.local = host->next_local.fetch_add(1);
-  allocation->byte_offset = 0;
-  allocation->byte_length = length;
-  allocation->alignment = alignment;
-  allocation->host_base = block->data;
-  allocation->device = 0;
-  allocation->provider_handle = block;
+  rootspan_provider_allocation out{};
+  out.key.domain = host->domain;
+  out.key.local = host->next_local.fetch_add(1);
+  out.byte_offset = 0;
+  out.byte_length = length;
+  out.alignment = alignment;
+  out.host_base = block->data;
+  out.device = 0;
+  out.provider_handle = block;
+  rootspan_struct_write(allocation, &out, ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE);
 }
 
-rootspan_status host_allocate(rootspan_provider_instance *instance, const rootspan_allocation_request *request,
+rootspan_status host_allocate(rootspan_provider_instance *instance, const rootspan_allocation_request *request_in,
                               rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
+  rootspan_allocation_request want;
+  rootspan_allocation_request *request = &want;
+  rootspan_struct_read(&want, ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE, request_in, sizeof(std::size_t));
   if (request->memory_kind != ROOTSPAN_MEMORY_HOST) {
     return fail(message, ROOTSPAN_ERR_UNSUPPORTED, "the host provider allocates only ROOTSPAN_MEMORY_HOST");
   }
@@ -206,8 +217,11 @@ rootspan_status host_allocate(rootspan_provider_instance *instance, const rootsp
   return ROOTSPAN_OK;
 }
 
-rootspan_status host_import(rootspan_provider_instance *instance, const rootspan_host_memory *memory,
+rootspan_status host_import(rootspan_provider_instance *instance, const rootspan_host_memory *memory_in,
                             rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
+  rootspan_host_memory taken;
+  const rootspan_host_memory *memory = &taken;
+  rootspan_struct_read(&taken, ROOTSPAN_HOST_MEMORY_STRUCT_SIZE, memory_in, sizeof(std::size_t));
   auto *block = new (std::nothrow) HostBlock{memory->data, false, memory->deleter, memory->deleter_context};
   if (block == nullptr) return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
   describe(as_host(instance), block, memory->byte_length, memory->alignment, allocation);
@@ -229,9 +243,11 @@ void host_release(rootspan_provider_instance *instance, const rootspan_provider_
 rootspan_status host_map(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
                          std::uint64_t offset, std::uint64_t length, rootspan_provider_mapping *mapping,
                          rootspan_provider_message *) {
-  mapping->data = static_cast<char *>(allocation->host_base) + offset;
-  mapping->byte_length = length;
-  mapping->provider_token = nullptr;
+  rootspan_provider_mapping out{};
+  out.data = static_cast<char *>(allocation->host_base) + offset;
+  out.byte_length = length;
+  out.provider_token = nullptr;
+  rootspan_struct_write(mapping, &out, ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE);
   return ROOTSPAN_OK;
 }
 

@@ -501,27 +501,36 @@ TEST_F(WeightsCApiTest, ABlockQuantizedComponentLoadsItsBlocks) {
 
 int cancel_always(void *, const rootspan_load_progress *) { return 1; }
 
-TEST_F(WeightsCApiTest, FieldsPastAnOlderOptionsStructSizeAreIgnored) {
+TEST_F(WeightsCApiTest, OptionsBelowTheirFirstPublishedSizeAreRefused) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 105);
   rootspan_load_options o = options();
-  o.progress = cancel_always;  // beyond the size the "older" caller set
-  o.struct_size = offsetof(rootspan_load_options, progress);
-  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
-  EXPECT_EQ(count(), 1u);
+  o.progress = cancel_always;
+  o.struct_size = offsetof(rootspan_load_options, progress);  // no published header ended there
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("rootspan_load_options: expected " + std::to_string(ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE)),
+            std::string::npos)
+      << message();
+  EXPECT_EQ(live_roots(), 0u);
 }
 
 TEST_F(WeightsCApiTest, ComponentInfoWritesOnlyWithinTheCallersStructSize) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 106);
   ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  // The published size: every field written.
   rootspan_component_info i{};
-  i.struct_size = offsetof(rootspan_component_info, segments);
-  i.segments = 777;
-  i.zero_copy = 555;
+  i.struct_size = ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE;
   ASSERT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_OK);
   EXPECT_STREQ(i.id, "a");
   EXPECT_EQ(i.byte_length, 16u);
+  EXPECT_EQ(i.segments, 1u);
+  // A size ending inside a field: refused, nothing written.
+  i = rootspan_component_info{};
+  i.struct_size = offsetof(rootspan_component_info, segments) + 4;
+  i.segments = 777;
+  EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(i.id, nullptr);
   EXPECT_EQ(i.segments, 777u);
-  EXPECT_EQ(i.zero_copy, 555);
+  i.struct_size = ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE;
   EXPECT_EQ(rootspan_weights_component(weights_, 1, &i), ROOTSPAN_ERR_NOT_FOUND);
   i.struct_size = 0;
   EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
