@@ -1,12 +1,14 @@
-// Reading and writing the versioned structs of the C ABI (DESIGN 3.1): the
+// Reading and writing the versioned structs of the C ABI: the
 // reader uses only the fields inside the size the writer set, and a size
 // below the struct's first published version, or one that ends inside a
-// field, is refused. The byte copying is provider.h's (one home for plugins
-// and core); this adds what only the core knows: each struct's name and the
-// sizes it was published at.
+// field, is refused. provider.h's helpers do the same copying for plugins;
+// the core also knows each struct's name and every size it was published at,
+// so it can tell an older caller's struct (by the end of its last field, or
+// its sizeof) from a size that cuts a field.
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -61,6 +63,25 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS,
 
 #undef ROOTSPAN_STRUCT_VERSIONS
 
+// The end of the published version a struct_size names, or 0 when it names
+// none. A caller of an older version may have set struct_size to the end of
+// its last field or to sizeof its struct (that end rounded up to the
+// struct's alignment): both name that version.
+template <class T>
+constexpr std::size_t published_end(std::size_t size) {
+  for (std::size_t end : StructVersions<T>::published) {
+    const std::size_t padded = (end + alignof(T) - 1) / alignof(T) * alignof(T);
+    if (size == end || size == padded) return end;
+  }
+  return 0;
+}
+
+// How many bytes of a checked struct belong to fields both sides know.
+template <class T>
+std::size_t known_bytes(std::size_t size) {
+  return size >= StructVersions<T>::size ? StructVersions<T>::size : published_end<T>(size);
+}
+
 // Why a struct_size cannot be read (InvalidArgument naming the struct, the
 // expected and the actual size), or nothing when it can: a size is one the
 // struct was published at, or at least its newest size (a newer writer).
@@ -71,10 +92,7 @@ std::optional<Diagnostic> struct_size_error(const void *p, const char *operation
     return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, std::string(argument) + " (" + V::name + ") is NULL");
   }
   const std::size_t size = rootspan_struct_size_of(p);
-  if (size >= V::size) return std::nullopt;
-  for (std::size_t published : V::published) {
-    if (size == published) return std::nullopt;
-  }
+  if (size >= V::size || published_end<T>(size) != 0) return std::nullopt;
   const std::size_t oldest = V::published[0];
   const std::string why = size < oldest ? "is below its first published size" : "ends inside a field";
   return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
@@ -93,14 +111,20 @@ bool struct_size_ok(const T *p) {
 template <class T>
 T read_struct(const T *in) {
   T out{};
-  rootspan_struct_read(&out, StructVersions<T>::size, in, 0);
+  std::memcpy(&out, in, known_bytes<T>(rootspan_struct_size_of(in)));
+  out.struct_size = StructVersions<T>::size;
   return out;
 }
 
-// Writes a full struct into the caller's, up to the size the caller set.
+// Writes a full struct into the caller's, up to the fields of the version the
+// caller's struct_size names; its struct_size is kept.
 template <class T>
 void write_struct(T *out, const T &value) {
-  rootspan_struct_write(out, &value, StructVersions<T>::size);
+  const std::size_t n = known_bytes<T>(rootspan_struct_size_of(out));
+  if (n > sizeof(std::size_t)) {
+    std::memcpy(reinterpret_cast<char *>(out) + sizeof(std::size_t),
+                reinterpret_cast<const char *>(&value) + sizeof(std::size_t), n - sizeof(std::size_t));
+  }
 }
 
 }  // namespace rootspan
