@@ -1,4 +1,4 @@
-// The extern "C" entry points (DESIGN 3.1). Each one checks its arguments,
+// The extern "C" entry points (docs/c-api.md). Each one checks its arguments,
 // normalizes incoming structs by their struct_size, calls the C++ core, and
 // turns a Diagnostic into an opaque rootspan_error. No exception leaves here.
 #include "c_api_support.hpp"

@@ -1,4 +1,4 @@
-// Claim bookkeeping (DESIGN 2.4): which spans of one root are claimed, shared
+// Claim bookkeeping (docs/concepts.md): which spans of one root are claimed, shared
 // or exclusive, and what each claim has lent out (children, mappings, device
 // accesses). One ClaimBook per root, guarded by that root's mutex alone, so
 // claims on different roots never contend. Claim and mapping records are

@@ -1,4 +1,4 @@
-// Context (DESIGN 2.8): the providers it loaded, static and from manifests,
+// Context (docs/concepts.md): the providers it loaded, static and from manifests,
 // and the table of its live roots. Contexts share nothing but the
 // process-wide root id and domain counters.
 #pragma once

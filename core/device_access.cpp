@@ -1,4 +1,4 @@
-// Device access (DESIGN 2.6): a strided view of a claim for a kernel launch,
+// Device access (docs/concepts.md): a strided view of a claim for a kernel launch,
 // validated before the provider sees it.
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-// Diagnostic: the one error type of the core (DESIGN 2.7). Every failure
+// Diagnostic: the one error type of the core (docs/concepts.md). Every failure
 // carries its code, the operation, what was requested, whether and to which
 // span it resolved, and the cause with expected and actual values. The C ABI
 // wraps it in an opaque rootspan_error.
@@ -40,7 +40,7 @@ struct Requested {
   }
 };
 
-// A span: a range bound to one root (DESIGN 2.3).
+// A span: a range bound to one root (docs/concepts.md).
 struct Span {
   std::uint64_t root_id = 0;
   std::uint64_t offset = 0;  // absolute byte offset in the allocation

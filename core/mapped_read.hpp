@@ -1,5 +1,5 @@
 // Copies out of (or into) memory that may be a file mapping, surviving the
-// file being truncated underneath (DESIGN 9): a read past the file's new end
+// file being truncated underneath (docs/troubleshooting.md): a read past the file's new end
 // raises SIGBUS, which a thread-local recovery point turns into a failed
 // copy instead of a dead process. Only the library's own copies are
 // protected; an embedder's reads of zero-copy memory are its own (the `read`

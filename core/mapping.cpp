@@ -1,4 +1,4 @@
-// Mappings (DESIGN 2.5): host views of a claimed range, validated every time
+// Mappings (docs/concepts.md): host views of a claimed range, validated every time
 // on what the provider returned (L9).
 #include <string>
 

@@ -1,4 +1,4 @@
-// Loading providers from manifests (DESIGN 4): discovery (L3), reading (L1,
+// Loading providers from manifests (docs/loader-policies.md): discovery (L3), reading (L1,
 // L2), the file checks (L4), loading (L5), negotiation (L6), skip-and-continue
 // (L7) and library lifetime (L8, through the Provider's library reference).
 // Every entry ends as one ProviderReport: loaded, skipped (with the policy and

@@ -1,5 +1,5 @@
 // Root: one provider allocation, uniquely owned, validated at import
-// (DESIGN 2.1, 2.2, L9). Everything that touches its bytes locks `mutex`, and
+// (docs/concepts.md, L9). Everything that touches its bytes locks `mutex`, and
 // only it: roots never share a lock on the claim path.
 #pragma once
 

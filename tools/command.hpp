@@ -1,4 +1,4 @@
-// What every rootspan subcommand shares (DESIGN 7): the exit statuses, the
+// What every rootspan subcommand shares (docs/cli.md): the exit statuses, the
 // provider options (--manifest, --no-static), and error output as text or as
 // {"error": {...}} JSON.
 #pragma once

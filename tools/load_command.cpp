@@ -1,5 +1,5 @@
 // `rootspan load PATH`: every component into one provider, with a progress bar
-// on a terminal and a table (or JSON) of what landed where (DESIGN 7).
+// on a terminal and a table (or JSON) of what landed where (docs/cli.md).
 #include <unistd.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// The rootspan program (DESIGN 7): one subcommand per file.
+// The rootspan program (docs/cli.md): one subcommand per file.
 #include <cstdio>
 #include <cstring>
 #include <string>

@@ -1,4 +1,4 @@
-// `rootspan providers`: the discovery report (DESIGN 4, 7).
+// `rootspan providers`: the discovery report (docs/loader-policies.md).
 #include <cstdio>
 
 #include "command.hpp"

@@ -1,5 +1,5 @@
 // MappedFile: stable host memory that is a read-only, private mmap of a whole
-// checkpoint file (DESIGN 6.1). Mapping is nearly free and makes zero-copy host
+// checkpoint file (docs/weight-schema.md). Mapping is nearly free and makes zero-copy host
 // roots possible; the cost is that a file truncated under the mapping turns a
 // read into SIGBUS, so the size is checked at open (against the size seen when
 // the header was validated, when given) and ReadFile is offered where the file

@@ -27,7 +27,7 @@ Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
   return d;
 }
 
-// Names the tensor a failed read was for (DESIGN 6.5: component, tensor, file).
+// Names the tensor a failed read was for (docs/weight-schema.md: component, tensor, file).
 Diagnostic error_in(const Segment &segment, Diagnostic d) {
   d.cause = "tensor \"" + segment.source() + "\": " + d.cause;
   return d;

@@ -4,7 +4,7 @@
  * one uniquely owned allocation; every access to its bytes goes through a claim
  * (shared or exclusive, over a checked span) and, on the host, a mapping.
  *
- * Conventions (DESIGN 3.1):
+ * Conventions (docs/c-api.md):
  * - Every function returns a rootspan_status. Functions that can fail take a
  *   rootspan_error **error as their last argument: pass NULL to ignore the
  *   details, or a pointer to a NULL rootspan_error *; on failure it receives an
@@ -43,7 +43,7 @@ ROOTSPAN_API const char *rootspan_dtype_name(rootspan_dtype dtype);
 /* Bytes per element; 0 for NONE and for sub-byte types (F4, F6_*). */
 ROOTSPAN_API uint64_t rootspan_dtype_size(rootspan_dtype dtype);
 
-/* ---- errors (DESIGN 2.7) ---------------------------------------------- */
+/* ---- errors (docs/concepts.md) ---------------------------------------------- */
 
 typedef struct rootspan_error rootspan_error;
 
@@ -100,7 +100,7 @@ ROOTSPAN_API int rootspan_error_values(const rootspan_error *error, uint64_t *ex
 /* Frees an error; NULL is ignored. */
 ROOTSPAN_API void rootspan_error_free(rootspan_error *error);
 
-/* ---- contexts and providers (DESIGN 2.8, 4) ---------------------------- */
+/* ---- contexts and providers (docs/concepts.md) ---------------------------- */
 
 typedef struct rootspan_context rootspan_context;
 typedef struct rootspan_root rootspan_root;
@@ -207,7 +207,7 @@ ROOTSPAN_API const char *rootspan_provider_choice_explanation(const rootspan_pro
 /* NULL is allowed. */
 ROOTSPAN_API void rootspan_provider_choice_free(rootspan_provider_choice *choice);
 
-/* ---- roots (DESIGN 2.1, 2.2) ------------------------------------------- */
+/* ---- roots (docs/concepts.md) ------------------------------------------- */
 
 /* A root's identity and extent. */
 typedef struct rootspan_root_info {
@@ -278,7 +278,7 @@ ROOTSPAN_API rootspan_status rootspan_root_release(rootspan_root *root, rootspan
 ROOTSPAN_API rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length,
                                                   rootspan_span *span, rootspan_error **error);
 
-/* ---- claims (DESIGN 2.4) ----------------------------------------------- */
+/* ---- claims (docs/concepts.md) ----------------------------------------------- */
 
 /* Claims [offset, offset + length) of the root. */
 ROOTSPAN_API rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uint64_t length,
@@ -305,7 +305,7 @@ ROOTSPAN_API rootspan_status rootspan_claim_get_span(const rootspan_claim *claim
  * device accesses; the claim then stays valid. */
 ROOTSPAN_API rootspan_status rootspan_claim_release(rootspan_claim *claim, rootspan_error **error);
 
-/* ---- mappings (DESIGN 2.5) --------------------------------------------- */
+/* ---- mappings (docs/concepts.md) --------------------------------------------- */
 
 /* Maps [offset, offset + length) relative to the claim as elements of dtype
  * (NONE: bytes). map_write needs an exclusive claim on a writable root. */
@@ -321,7 +321,7 @@ ROOTSPAN_API void *rootspan_mapping_data(const rootspan_mapping *mapping);
 ROOTSPAN_API uint64_t rootspan_mapping_length(const rootspan_mapping *mapping);
 ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
 
-/* ---- device access (DESIGN 2.6) ---------------------------------------- */
+/* ---- device access (docs/concepts.md) ---------------------------------------- */
 
 /* Validates the request against the claim's root, then lets the provider
  * prepare it. Roots of providers without device access answer

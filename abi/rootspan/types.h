@@ -72,15 +72,15 @@ enum {
   ROOTSPAN_ERR_ABI_MISMATCH = 24,      /* a plugin's ABI major or minor is not acceptable */
   ROOTSPAN_ERR_NO_PROVIDER = 25,       /* no provider at all could be used (L7) */
   ROOTSPAN_ERR_IO = 26,                /* a file could not be opened, read or mapped */
-  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27,/* a checkpoint file or index broke a rule of DESIGN 6.2 */
-  ROOTSPAN_ERR_INVALID_SCHEMA = 28,    /* a component schema broke a rule of DESIGN 6.3 */
-  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,   /* a payload or segment broke a rule of DESIGN 6.4 */
+  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27,/* a checkpoint file or index broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_SCHEMA = 28,    /* a component schema broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,   /* a payload or segment broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_CANCELLED = 30          /* the caller's progress callback asked to stop */
 };
 
 /* Element types. The numbering is rootspan's own and pinned. NONE is the
  * element type of an untyped (byte) root. The complex types are named by their
- * component width, as in DESIGN 2.5: C32 is two F32 (8 bytes), C64 two F64
+ * component width, as in docs/concepts.md: C32 is two F32 (8 bytes), C64 two F64
  * (16 bytes). safetensors' "C64" (64 bits in all) is ROOTSPAN_DTYPE_C32. F4 and
  * F6 have no whole-byte size and cannot be mapped as elements. */
 typedef int32_t rootspan_dtype;

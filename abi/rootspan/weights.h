@@ -1,4 +1,4 @@
-/* rootspan/weights.h — loading model weights into provider memory (DESIGN 6).
+/* rootspan/weights.h — loading model weights into provider memory (docs/weight-schema.md).
  *
  * A checkpoint (one safetensors file; a folder of shards with
  * model.safetensors.index.json, or that index file itself; or a Hugging Face
@@ -153,7 +153,7 @@ ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights 
 ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error);
 
 /* Validates a checkpoint without loading it and describes it as one JSON
- * document (DESIGN 7, `rootspan inspect`). *json is freed with
+ * document (docs/cli.md, `rootspan inspect`). *json is freed with
  * rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error);
 ROOTSPAN_API void rootspan_string_free(char *string);

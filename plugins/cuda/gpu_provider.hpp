@@ -1,4 +1,4 @@
-// The device provider (DESIGN 5), written once over a GPU runtime's API.
+// The device provider (docs/writing-a-provider.md), written once over a GPU runtime's API.
 //
 // The CUDA runtime and HIP mirror each other call for call, so both plugins
 // (plugins/cuda/cuda_provider.cpp, plugins/rocm/rocm_provider.cpp) are this

@@ -1,4 +1,4 @@
-// The host provider (DESIGN 5): aligned host allocations of any power-of-two
+// The host provider (docs/writing-a-provider.md): aligned host allocations of any power-of-two
 // alignment, imports of caller memory with a deleter, and map read/write.
 // One source, two builds: compiled into librootspan as a static plugin
 // (ROOTSPAN_HOST_PROVIDER_STATIC), and as librootspan-host.so.

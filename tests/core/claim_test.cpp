@@ -1,4 +1,4 @@
-// DESIGN 2.4 Claims: shared claims coexist; an exclusive claim conflicts with
+// docs/concepts.md Claims: shared claims coexist; an exclusive claim conflicts with
 // every overlapping claim, and the Conflict names the other claim's range and
 // mode; empty spans overlap nothing; an exclusive claim splits into disjoint
 // exclusive children (overlapping children -> Conflict, children outside the
@@ -76,7 +76,7 @@ TEST_F(Claims, SharedClaimsCoexist) {
 }
 
 TEST_F(Claims, SharedClaimAgainstALiveExclusiveOneIsAConflictNamingIt) {
-  // The example of DESIGN 2.7.
+  // The example of docs/concepts.md.
   rootspan_claim *x = claim(root_, 0, 96, ROOTSPAN_CLAIM_EXCLUSIVE);
   ASSERT_NE(x, nullptr);
   expect_conflict(64, 64, ROOTSPAN_CLAIM_SHARED, "exclusive claim [0,96)");

@@ -1,4 +1,4 @@
-// DESIGN 2.6 Device access: the request is checked in order (key equals the
+// docs/concepts.md Device access: the request is checked in order (key equals the
 // root's; byte length within the extent; element size non-zero; for exclusive
 // access, no element written twice) -> InvalidRequest; then the provider
 // prepares it and returns device pointer, ordinal and stream. Roots of

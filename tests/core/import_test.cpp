@@ -1,4 +1,4 @@
-// DESIGN 2.1 / 2.2 Import: DuplicateIdentity, DomainNotGranted, InvalidKey,
+// docs/concepts.md Import: DuplicateIdentity, DomainNotGranted, InvalidKey,
 // Misaligned host pointers, LengthMismatch, DTypeMismatch for typed roots; a
 // rejected allocation is released exactly once by the core; caller memory's
 // deleter runs exactly once (at release, or on a failed import); read-only,

@@ -1,4 +1,4 @@
-// DESIGN 2.5 Mappings: map_read needs a claim, map_write an exclusive one;
+// docs/concepts.md Mappings: map_read needs a claim, map_write an exclusive one;
 // the element-type rule (typed roots: the same type or its complex/real
 // partner, C32<->F32, C64<->F64; untyped roots: any whole-byte type whose
 // size divides the span); element-aligned subranges; LengthMismatch and

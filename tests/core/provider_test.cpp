@@ -1,4 +1,4 @@
-// Providers added in-process (rootspan_context_add_provider, DESIGN 3.2 / L6 /
+// Providers added in-process (rootspan_context_add_provider, docs/writing-a-provider.md / L6 /
 // L9): a second provider of a name is refused; a hook that throws becomes
 // ProviderFailure and the process keeps serving; a provider's own error
 // message passes through; reports; the host provider's device info.

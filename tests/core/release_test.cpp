@@ -1,4 +1,4 @@
-// DESIGN 2.2 / 2.8 Release: Busy while claims live (nothing changes, the root
+// docs/concepts.md Release: Busy while claims live (nothing changes, the root
 // stays valid and usable); the provider's release hook runs exactly once;
 // destroying a context releases the remaining roots, each once, shuts the
 // providers down, and reports how many were live.

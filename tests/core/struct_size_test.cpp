@@ -1,4 +1,4 @@
-// struct_size made mechanical (DESIGN 3.1): a struct's published size is the
+// struct_size made mechanical (docs/c-api.md): a struct's published size is the
 // end of its last field (ROOTSPAN_<NAME>_STRUCT_SIZE); a reader refuses a
 // size below the first published version or one that ends inside a field,
 // with InvalidArgument naming the struct, the expected and the actual size,

@@ -1,4 +1,4 @@
-// In-process test providers for the core suites (DESIGN 5, "test providers").
+// In-process test providers for the core suites (docs/writing-a-provider.md, "test providers").
 //
 // The provider entry function takes no user pointer, so the behaviour of every
 // test provider is read from one global `Behaviour` that each test fixture

@@ -1,4 +1,4 @@
-// A checkpoint truncated after a zero-copy load (DESIGN 9): the library's own
+// A checkpoint truncated after a zero-copy load (docs/troubleshooting.md): the library's own
 // reads of the mapped bytes (verify, copies) and new mappings give a clear Io
 // error and the process keeps serving; the read strategy is unaffected.
 #include <fcntl.h>

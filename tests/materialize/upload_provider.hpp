@@ -1,6 +1,6 @@
 // A tiny in-process provider for the materialization tests: simulated device
 // memory without host access (no host_base, no map hooks), reachable only
-// through its copy hooks, so that a load must upload into it (DESIGN 6.5).
+// through its copy hooks, so that a load must upload into it (docs/weight-schema.md).
 //
 // Its behaviour is read from one global `UploadBehaviour` that each test
 // resets (upload_reset); counters record every hook call and every copy, so a

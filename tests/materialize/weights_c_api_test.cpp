@@ -1,4 +1,4 @@
-// Materialization through the C API of weights.h (DESIGN 6.5, 3.1):
+// Materialization through the C API of weights.h (docs/weight-schema.md):
 // rootspan_weights_load and its accessors, as an embedding program sees them.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -323,7 +323,7 @@ TEST_F(WeightsCApiTest, AnAllocationFailureOnTheSecondComponentReleasesTheFirst)
 
 TEST_F(WeightsCApiTest, AFileTruncatedAfterItsHeaderWasReadFailsWithNoRootLeft) {
   // The C API opens and loads in one call; a file that is already short when
-  // it is opened is rejected by the header check (DESIGN 6.2), with exit
+  // it is opened is rejected by the header check (docs/weight-schema.md), with exit
   // status 3 in the CLI. Truncation between open and load is covered by
   // materialize_test.cpp (TruncatedAfterOpen).
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {64}}}, 64);

@@ -1,4 +1,4 @@
-// DESIGN 6.2: the safetensors reader, one test per rule.
+// docs/weight-schema.md: the safetensors reader, one test per rule.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
