@@ -35,12 +35,15 @@ while IFS= read -r line; do
     verdict="NOT APPLIED (the line is gone: update $list)"
   else
     log="$build/mutation-$id.log"
-    # shellcheck disable=SC2086 # targets is a list
-    if ! flock "$lock" ninja -C "$build" $targets >"$log" 2>&1; then
-      verdict="BUILD FAILED (see $log)"
-    elif flock "$lock" meson test -C "$build" --no-rebuild "$test" >>"$log" 2>&1; then
+    # One hold of the lock per change: its rebuild, then its test. Exit
+    # status 3 from the held command means the build failed.
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    if flock "$lock" bash -c 'ninja -C "$1" $2 || exit 3; meson test -C "$1" --no-rebuild "$3"' \
+      rebuild "$build" "$targets" "$test" >"$log" 2>&1; then
       verdict="SURVIVED"
       survivors=$((survivors + 1))
+    elif [ $? = 3 ]; then
+      verdict="BUILD FAILED (see $log)"
     else
       verdict="killed"
     fi
