@@ -307,6 +307,40 @@ rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const
   });
 }
 
+rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options, char **json,
+                                              rootspan_error **error) {
+  if (path == nullptr || json == nullptr || !has_size(options, options ? options->struct_size : 0)) {
+    return invalid(error, "plan_reads", "path, options or json is NULL, or options.struct_size is too small");
+  }
+  *json = nullptr;
+  return guarded(error, "plan_reads", [&]() -> Result<void> {
+    const rootspan_load_options o = read_struct(options);
+    if (o.world_size == 0) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "plan_reads",
+                                  "options.world_size is 0; a read plan needs at least 1 rank");
+    }
+    auto patterns = tensor_patterns(o);
+    if (!patterns) return patterns.error();
+    auto spec = shard_spec(o);
+    if (!spec) return spec.error();
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+    if (!checkpoint) return checkpoint.error();
+    auto schema = schema_for(checkpoint.value(), o.schema_path);
+    if (!schema) return schema.error();
+    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+    if (!selected) return selected.error();
+    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
+    if (!resolved) return resolved.error();
+    auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
+    if (!plan) return plan.error();
+    const std::string text = weights::read_plan_json(plan.value(), spec.value());
+    *json = static_cast<char *>(std::malloc(text.size() + 1));
+    if (*json == nullptr) throw std::bad_alloc();
+    std::memcpy(*json, text.c_str(), text.size() + 1);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
 void rootspan_string_free(char *string) { std::free(string); }
 
 }  // extern "C"

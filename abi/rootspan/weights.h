@@ -94,6 +94,18 @@ ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, co
                                                    const rootspan_load_options *options, rootspan_weights **weights,
                                                    rootspan_error **error);
 
+/* The read plan rootspan_weights_load would follow for options (schema_path,
+ * tensors, revision, rank, world_size, split_rules; world_size must be > 0),
+ * made without reading any tensor data, as one JSON document: {"rank",
+ * "world_size", "bytes", "rules": [{"pattern", "dimension"}], "components":
+ * [{"id", "rule" (the matching pattern, or null: replicated by default),
+ * "split_dimension", "full_dimensions", "dimensions", "begin", "count",
+ * "bytes", "reads": [{"tensor", "file", "file_offset", "length",
+ * "destination_offset"}]}]}. Fails as the load would. *json is freed with
+ * rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options,
+                                                           char **json, rootspan_error **error);
+
 /* What a component is for in its schema. The numbering is pinned. */
 typedef int32_t rootspan_component_role;
 enum {
