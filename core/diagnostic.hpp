@@ -71,6 +71,10 @@ Diagnostic make_error(rootspan_status code, std::string operation, std::string c
 Diagnostic make_error(rootspan_status code, std::string operation, std::string cause, std::uint64_t expected,
                       std::uint64_t actual);
 
+// InvalidArgument for an enum argument outside its enumerators, naming the
+// argument, its type and the value (types.h promises InvalidArgument).
+Diagnostic unknown_enum(const char *argument, const char *type, std::int64_t value);
+
 template <class T>
 using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;
 

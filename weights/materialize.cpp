@@ -193,6 +193,13 @@ class LoadRun {
     import.dtype = dtype;
     import.read_only = true;
     // The root keeps the file mapping alive through its own region reference.
+    // A mapping of the root first checks that the file still covers it.
+    if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
+      const std::uint64_t start = region.offset();
+      import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
+        return file->check_covers(start + offset + length);
+      };
+    }
     auto *keep = new RetainedRegion(region);
     import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
                      address_alignment(data), [](void *context, void *) { delete static_cast<RetainedRegion *>(context); },

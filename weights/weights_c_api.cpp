@@ -109,10 +109,10 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   weights::ShardSpec spec{o.rank, o.world_size, {}};
   for (std::size_t i = 0; i < o.split_rule_count; ++i) {
     const rootspan_split_rule &given = o.split_rules[i];
-    if (given.struct_size < sizeof(rootspan_split_rule)) {
+    if (given.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
                                   "options.split_rules[" + std::to_string(i) + "].struct_size is too small",
-                                  sizeof(rootspan_split_rule), given.struct_size);
+                                  ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, given.struct_size);
     }
     if (given.pattern == nullptr) {
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
@@ -134,18 +134,23 @@ Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoin
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
-                                      const rootspan_load_options *options, rootspan_weights **out,
-                                      rootspan_error **error) {
-  if (context == nullptr || path == nullptr || out == nullptr ||
-      (options != nullptr && !has_size(options, options->struct_size))) {
-    return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
+                                      rootspan_weights **out, rootspan_error **error) {
+  if (context == nullptr || path == nullptr || out == nullptr) {
+    return invalid(error, "load_component", "context, path or weights is NULL");
+  }
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "load_component", "options"); s != ROOTSPAN_OK) return s;
   }
   *out = nullptr;
   return guarded(error, "load_component", [&]() -> Result<void> {
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
+    if (o.strategy != ROOTSPAN_LOAD_MMAP && o.strategy != ROOTSPAN_LOAD_READ) {
+      return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", o.strategy),
+                                    "load_component", rootspan::Requested::none());
+    }
     rootspan::Context &ctx = *context->context;
 
     auto patterns = tensor_patterns(o);
@@ -210,7 +215,7 @@ rootspan_status rootspan_weights_component_count(const rootspan_weights *weights
 
 rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                            rootspan_component_info *info) {
-  if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
   write_struct(info, info_of(weights->result.components[index]));
   return ROOTSPAN_OK;
@@ -258,20 +263,16 @@ rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, siz
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
   if (weights == nullptr) return ROOTSPAN_OK;
+  // All or nothing: the claim checks and the releases under one hold.
+  std::vector<rootspan::Root *> roots;
+  std::vector<std::string> names;
   for (const weights::LoadedComponent &c : weights->result.components) {
-    std::lock_guard lock(c.root->mutex);
-    if (c.root->claims.live_count() != 0) {
-      return report(error, rootspan::make_error(ROOTSPAN_ERR_BUSY, "release_root",
-                                                "component \"" + c.id + "\" is still claimed; nothing was released"));
-    }
+    roots.push_back(c.root);
+    names.push_back("component \"" + c.id + "\"");
   }
   const rootspan_status status =
-      guarded(error, "release_root", [&] { return weights::release_components(*weights->context, weights->result); });
-  if (status == ROOTSPAN_OK) {
-    delete weights;
-  } else {
-    weights->reindex();
-  }
+      guarded(error, "release_root", [&] { return weights->context->release_together(roots, names); });
+  if (status == ROOTSPAN_OK) delete weights;
   return status;
 }
 
@@ -281,8 +282,9 @@ rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, roots
 
 rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const rootspan_inspect_options *options,
                                                          char **json, rootspan_error **error) {
-  if (path == nullptr || json == nullptr || (options != nullptr && !has_size(options, options->struct_size))) {
-    return invalid(error, "open_checkpoint", "path or json is NULL, or options.struct_size is too small");
+  if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "open_checkpoint", "options"); s != ROOTSPAN_OK) return s;
   }
   *json = nullptr;
   return guarded(error, "open_checkpoint", [&]() -> Result<void> {
@@ -309,9 +311,8 @@ rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const
 
 rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options, char **json,
                                               rootspan_error **error) {
-  if (path == nullptr || json == nullptr || !has_size(options, options ? options->struct_size : 0)) {
-    return invalid(error, "plan_reads", "path, options or json is NULL, or options.struct_size is too small");
-  }
+  if (path == nullptr || json == nullptr) return invalid(error, "plan_reads", "path or json is NULL");
+  if (rootspan_status s = check_struct(error, options, "plan_reads", "options"); s != ROOTSPAN_OK) return s;
   *json = nullptr;
   return guarded(error, "plan_reads", [&]() -> Result<void> {
     const rootspan_load_options o = read_struct(options);

@@ -31,10 +31,10 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------- */
 
 #define ROOTSPAN_VERSION_MAJOR 0
-#define ROOTSPAN_VERSION_MINOR 1
+#define ROOTSPAN_VERSION_MINOR 2
 #define ROOTSPAN_VERSION_PATCH 0
 
-/* The library's version string, e.g. "0.1.0". Static storage. */
+/* The library's version string, e.g. "0.2.0". Static storage. */
 ROOTSPAN_API const char *rootspan_version(void);
 
 /* Static names of codes and element types ("Conflict", "F32"); never NULL. */
@@ -65,6 +65,8 @@ typedef struct rootspan_requested {
   uint64_t length;              /* out */
 } rootspan_requested;
 #define ROOTSPAN_REQUESTED_LAST_FIELD length
+#define ROOTSPAN_REQUESTED_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_requested, ROOTSPAN_REQUESTED_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_requested, ROOTSPAN_REQUESTED_STRUCT_SIZE);
 
 /* A span: a range bound to one root, with its derived alignment. */
 typedef struct rootspan_span {
@@ -75,6 +77,8 @@ typedef struct rootspan_span {
   uint64_t alignment; /* out: alignment guaranteed at offset */
 } rootspan_span;
 #define ROOTSPAN_SPAN_LAST_FIELD alignment
+#define ROOTSPAN_SPAN_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_span, ROOTSPAN_SPAN_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_span, ROOTSPAN_SPAN_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
 /* The operation's name: "claim", "map_read", "import_unique_root", ... The
@@ -111,6 +115,9 @@ typedef struct rootspan_context_options {
   int32_t discover_manifests;     /* non-zero with manifest_count 0: run discovery (policy L3) */
 } rootspan_context_options;
 #define ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD discover_manifests
+#define ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE);
 
 /* options may be NULL: static providers only. */
 ROOTSPAN_API rootspan_status rootspan_context_create(const rootspan_context_options *options,
@@ -162,6 +169,9 @@ typedef struct rootspan_provider_report {
   rootspan_status code;    /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
 } rootspan_provider_report;
 #define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD code
+#define ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
@@ -214,6 +224,8 @@ typedef struct rootspan_root_info {
   const char *provider;    /* out: the provider's name; lives as long as the root */
 } rootspan_root_info;
 #define ROOTSPAN_ROOT_INFO_LAST_FIELD provider
+#define ROOTSPAN_ROOT_INFO_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_root_info, ROOTSPAN_ROOT_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_root_info, ROOTSPAN_ROOT_INFO_STRUCT_SIZE);
 
 /* Allocates byte_length bytes from a provider and imports them as a root.
  * memory_kind is one of ROOTSPAN_MEMORY_* (0 = host). */
@@ -227,6 +239,9 @@ typedef struct rootspan_allocate_options {
   rootspan_dtype dtype;    /* NONE: untyped root */
 } rootspan_allocate_options;
 #define ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD dtype
+#define ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context,
                                                     const rootspan_allocate_options *options,
@@ -246,6 +261,8 @@ typedef struct rootspan_host_import {
   void *deleter_context;
 } rootspan_host_import;
 #define ROOTSPAN_HOST_IMPORT_LAST_FIELD deleter_context
+#define ROOTSPAN_HOST_IMPORT_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_import, ROOTSPAN_HOST_IMPORT_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context,
                                                        const rootspan_host_import *import, rootspan_root **root,

@@ -18,7 +18,15 @@
 extern "C" {
 #endif
 
-/* How file bytes reach host memory. */
+/* How file bytes reach host memory.
+ *
+ * With MMAP, a zero-copy root is the file's mapping itself: a file rewritten
+ * in place changes the loaded bytes, and a file truncated under it makes a
+ * read past its new end raise SIGBUS. The library's own reads (verify,
+ * copies, uploads out of such a root) recover and fail with ROOTSPAN_ERR_IO,
+ * and a mapping requested after the file shrank is refused the same way; an
+ * embedder's own reads through rootspan_mapping_data are not protected. For
+ * files the embedder does not control, use READ. */
 typedef int32_t rootspan_load_strategy;
 enum {
   ROOTSPAN_LOAD_MMAP = 0, /* map the files; single aligned segments become zero-copy roots */
@@ -35,6 +43,9 @@ typedef struct rootspan_load_progress {
   uint64_t bytes_total;
 } rootspan_load_progress;
 #define ROOTSPAN_LOAD_PROGRESS_LAST_FIELD bytes_total
+#define ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE);
 
 /* Returns 0 to go on, non-zero to cancel the load (it then fails with
  * ROOTSPAN_ERR_CANCELLED and releases every root it made). Called on the
@@ -52,6 +63,8 @@ typedef struct rootspan_split_rule {
   int32_t dimension;   /* the dimension to split (of the block grid when block-quantized), or -1: replicate */
 } rootspan_split_rule;
 #define ROOTSPAN_SPLIT_RULE_LAST_FIELD dimension
+#define ROOTSPAN_SPLIT_RULE_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE);
 
 typedef struct rootspan_load_options {
   size_t struct_size;
@@ -76,6 +89,8 @@ typedef struct rootspan_load_options {
   size_t split_rule_count;
 } rootspan_load_options;
 #define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD split_rule_count
+#define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
 /* The components a load made. Owns their roots until rootspan_weights_free. */
 typedef struct rootspan_weights rootspan_weights;
@@ -147,6 +162,9 @@ typedef struct rootspan_component_info {
                                 NULL when rank is 0; lives as long as the weights */
 } rootspan_component_info;
 #define ROOTSPAN_COMPONENT_INFO_LAST_FIELD shape
+#define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
 
 /* The bytes the load read from the checkpoint's files for its components
  * (mapped zero-copy ranges included): with slicing, this rank's share. */
@@ -189,6 +207,9 @@ typedef struct rootspan_inspect_options {
                               inspect; borrowed for the call; NULL: the one refs/main names */
 } rootspan_inspect_options;
 #define ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD revision
+#define ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE);
 
 /* rootspan_checkpoint_inspect with options (NULL: none). With schema_path,
  * every component is resolved against the checkpoint without loading

@@ -67,7 +67,7 @@ TEST(DTypes, NamesAndSizes) {
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F4), 0u);
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F6_E2M3), 0u);
   EXPECT_EQ(rootspan_dtype_size(-3), 0u);
-  EXPECT_STREQ(rootspan_version(), "0.1.0");
+  EXPECT_STREQ(rootspan_version(), "0.2.0");
 }
 
 TEST(ErrorObject, AccessorsOnNullAreSafe) {
@@ -118,12 +118,12 @@ TEST_F(Errors, EveryFieldOfAConflict) {
   std::uint64_t a = 5, b = 6;
   EXPECT_EQ(rootspan_error_values(error, &a, &b), 0);
   EXPECT_EQ(a, 5u) << "untouched when there are no values";
-  // A short reader struct (it knew only kind and root_id).
+  // A size below the struct's first published version is refused, unwritten.
   rootspan_requested small{};
   small.struct_size = offsetof(rootspan_requested, key);
   small.offset = 777;
-  ASSERT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_OK);
-  EXPECT_EQ(small.root_id, info.root_id);
+  ASSERT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(small.root_id, 0u);
   EXPECT_EQ(small.offset, 777u);
   small.struct_size = 0;
   EXPECT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_ERR_INVALID_ARGUMENT);

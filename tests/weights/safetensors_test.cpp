@@ -195,6 +195,25 @@ TEST(Safetensors, DuplicateTensorNamesAreRejected) {
                         {"t.safetensors", "duplicate key \"w\" in the top-level object"}));
 }
 
+// Hostile headers of many small objects: parsing once over the text, these
+// finish at once; a parser that rescans an object whenever a child closes
+// takes minutes on them and the suite times out.
+TEST(Safetensors, ManyEmptyObjectsAreParsedOnceAndRefused) {
+  std::string header = "[";
+  for (int i = 0; i < 500000; ++i) header += "{},";
+  header += "{}]";
+  EXPECT_TRUE(FailsWith(parse(header, 0), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"header is an array, not a JSON object"}));
+}
+
+TEST(Safetensors, ADuplicateAfterManyKeysIsFoundInItsObject) {
+  std::string header = "{\"__metadata__\":{";
+  for (int i = 0; i < 200000; ++i) header += "\"k" + std::to_string(i) + "\":{},";
+  header += "\"k17\":{}}}";
+  // Not a string map either, but the duplicate is found while parsing.
+  EXPECT_TRUE(FailsWith(parse(header, 0), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"duplicate key \"k17\" in the object at \"__metadata__\""}));
+}
+
 TEST(Safetensors, DuplicateKeysAreRejectedAtAnyDepth) {
   EXPECT_TRUE(FailsWith(parse("{\"w\":{\"dtype\":\"F32\",\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4),
                         ROOTSPAN_ERR_INVALID_CHECKPOINT, {"duplicate key \"dtype\" in the object at \"w\""}));
