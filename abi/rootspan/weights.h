@@ -52,6 +52,20 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_STRUCT
  * loading thread. */
 typedef int (*rootspan_load_progress_fn)(void *progress_context, const rootspan_load_progress *progress);
 
+/* A slicing rule of a tensor-parallel load: components whose id matches
+ * `pattern` are split along `dimension` among the ranks (the first n % world
+ * ranks taking one more, as torch.tensor_split does), or replicated on every
+ * rank when it is -1. The first matching rule wins; a component matching no
+ * rule is replicated. */
+typedef struct rootspan_split_rule {
+  size_t struct_size;
+  const char *pattern; /* a shell-style glob over component ids, as for tensors; borrowed for the call */
+  int32_t dimension;   /* the dimension to split (of the block grid when block-quantized), or -1: replicate */
+} rootspan_split_rule;
+#define ROOTSPAN_SPLIT_RULE_LAST_FIELD dimension
+#define ROOTSPAN_SPLIT_RULE_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE);
+
 typedef struct rootspan_load_options {
   size_t struct_size;
   const char *schema_path;  /* a component schema file, or NULL: one component per tensor */
@@ -66,8 +80,15 @@ typedef struct rootspan_load_options {
   size_t tensor_count;
   const char *revision; /* for a Hugging Face cache repository folder: the branch, tag or commit whose snapshot to
                            load; borrowed for the call; NULL: the one refs/main names */
+  /* Tensor-parallel loading: with world_size > 0, only this rank's slice of
+   * each component is read and loaded (each component's shape is then its
+   * slice's). world_size 0: the whole checkpoint, as without these fields. */
+  uint32_t rank;       /* in [0, world_size) */
+  uint32_t world_size; /* ranks in all; 0: no slicing */
+  const rootspan_split_rule *split_rules; /* split_rule_count rules; borrowed for the call; NULL/0: replicate all */
+  size_t split_rule_count;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD revision
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD split_rule_count
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
@@ -77,11 +98,28 @@ typedef struct rootspan_weights rootspan_weights;
 /* Opens and validates the checkpoint and schema, then loads every component
  * (with options->tensors, every component whose id matches one of them; the
  * others are not loaded and not reported as skipped). A pattern that matches
- * no component fails with ROOTSPAN_ERR_NOT_FOUND naming it. On failure no
+ * no component fails with ROOTSPAN_ERR_NOT_FOUND naming it. With
+ * options->world_size > 0, the read plan is made before anything is read: a
+ * rank outside [0, world_size), a split dimension past a component's rank, a
+ * split that would cut a quantization block or leave a rank nothing
+ * (ROOTSPAN_ERR_INVALID_ARGUMENT), or a split pattern matching no component
+ * (ROOTSPAN_ERR_NOT_FOUND) fails the load. On failure no
  * root is left and *weights stays NULL. */
 ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
                                                    const rootspan_load_options *options, rootspan_weights **weights,
                                                    rootspan_error **error);
+
+/* The read plan rootspan_weights_load would follow for options (schema_path,
+ * tensors, revision, rank, world_size, split_rules; world_size must be > 0),
+ * made without reading any tensor data, as one JSON document: {"rank",
+ * "world_size", "bytes", "rules": [{"pattern", "dimension"}], "components":
+ * [{"id", "rule" (the matching pattern, or null: replicated by default),
+ * "split_dimension", "full_dimensions", "dimensions", "begin", "count",
+ * "bytes", "reads": [{"tensor", "file", "file_offset", "length",
+ * "destination_offset"}]}]}. Fails as the load would. *json is freed with
+ * rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options,
+                                                           char **json, rootspan_error **error);
 
 /* What a component is for in its schema. The numbering is pinned. */
 typedef int32_t rootspan_component_role;
@@ -127,6 +165,10 @@ typedef struct rootspan_component_info {
 #define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
+
+/* The bytes the load read from the checkpoint's files for its components
+ * (mapped zero-copy ranges included): with slicing, this rank's share. */
+ROOTSPAN_API rootspan_status rootspan_weights_bytes_read(const rootspan_weights *weights, uint64_t *bytes);
 
 /* The provider the components live in; lives as long as the weights. */
 ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weights);
