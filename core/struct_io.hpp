@@ -50,9 +50,9 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access_request, DEVICE_ACCESS_REQUEST,
                          ROOTSPAN_STRUCT_END(rootspan_device_access_request, strides));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS,
                          ROOTSPAN_STRUCT_END(rootspan_device_access, provider_token));
-// 0.2.0 appended tensors, tensor_count and revision to the load options,
-// and the component's layout (read_only ... shape) to the component info;
-// tensor-parallel loading then appended rank ... split_rule_count.
+// 0.2.0 appended to the load options the subset and revision fields, then
+// the tensor-parallel ones (a caller may know either group), and the
+// component's layout (read_only ... shape) to the component info.
 ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
