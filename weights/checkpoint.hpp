@@ -31,7 +31,7 @@ struct Shard {
   // tensors: dense ones with their element type, block-quantized ones as U8
   // bytes whose last axis counts blocks × bytes_per_block.
   SafetensorsFile safetensors;
-  std::shared_ptr<const GgufFile> gguf;  // set when the shard is a GGUF file
+  std::shared_ptr<const GgufFile> gguf = nullptr;  // set when the shard is a GGUF file
 
   // Absolute file offset of the data section the tensors' offsets count from.
   std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }

@@ -104,7 +104,7 @@ extern "C" int openat(int dir, const char *path, int flags, ...) {
   va_end(args);
   static const auto real = next<openat_fn>("openat");
   const int fd = real(dir, path, flags, mode);
-  if (dir == AT_FDCWD || (path != nullptr && path[0] == '/')) after_open(path, flags, fd);
+  if (dir == AT_FDCWD || path[0] == '/') after_open(path, flags, fd);  // path is nonnull, as for openat(2)
   return fd;
 }
 
@@ -115,6 +115,6 @@ extern "C" int openat64(int dir, const char *path, int flags, ...) {
   va_end(args);
   static const auto real = next<openat_fn>("openat64");
   const int fd = real(dir, path, flags, mode);
-  if (dir == AT_FDCWD || (path != nullptr && path[0] == '/')) after_open(path, flags, fd);
+  if (dir == AT_FDCWD || path[0] == '/') after_open(path, flags, fd);  // path is nonnull, as for openat(2)
   return fd;
 }

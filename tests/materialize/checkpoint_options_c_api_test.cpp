@@ -35,7 +35,9 @@ class CheckpointOptionsTest : public ::testing::Test {
   }
 
   void free_weights() {
-    if (weights_ != nullptr) EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    if (weights_ != nullptr) {
+      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    }
     weights_ = nullptr;
   }
 
@@ -51,7 +53,9 @@ class CheckpointOptionsTest : public ::testing::Test {
     rootspan_error *raw = nullptr;
     const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
     error_.reset(raw);
-    if (status != ROOTSPAN_OK) EXPECT_EQ(weights_, nullptr) << "weights set on failure";
+    if (status != ROOTSPAN_OK) {
+      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
+    }
     return status;
   }
 

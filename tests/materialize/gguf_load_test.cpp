@@ -142,7 +142,9 @@ TEST_F(GgufLoadTest, ASplitFileLoadsEveryPart) {
   for (std::uint32_t p = 0; p < 2; ++p) {
     for (std::size_t i = 0; i < 2; ++i) {
       for (const auto &c : result.components) {
-        if (c.id == parts[p].tensors[i].name) EXPECT_EQ(read_root(*c.root), parts[p].tensor_bytes(i)) << c.id;
+        if (c.id == parts[p].tensors[i].name) {
+          EXPECT_EQ(read_root(*c.root), parts[p].tensor_bytes(i)) << c.id;
+        }
       }
     }
   }

@@ -31,7 +31,9 @@ class TensorParallelTest : public ::testing::Test {
     EXPECT_EQ(live, 0u);
   }
   void free_weights() {
-    if (weights_ != nullptr) EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    if (weights_ != nullptr) {
+      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    }
     weights_ = nullptr;
   }
 
@@ -48,7 +50,9 @@ class TensorParallelTest : public ::testing::Test {
     const rootspan_status status = rootspan_weights_load(context_, dir_.path().c_str(), &o, &weights_, &raw);
     message_ = raw != nullptr ? rootspan_error_message(raw) : "";
     rootspan_error_free(raw);
-    if (status != ROOTSPAN_OK) EXPECT_EQ(weights_, nullptr);
+    if (status != ROOTSPAN_OK) {
+      EXPECT_EQ(weights_, nullptr);
+    }
     return status;
   }
 

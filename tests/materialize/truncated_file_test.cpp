@@ -20,7 +20,9 @@ class TruncatedFile : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(rootspan_context_create(nullptr, &context_, nullptr), ROOTSPAN_OK); }
   void TearDown() override {
-    if (weights_ != nullptr) EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    if (weights_ != nullptr) {
+      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    }
     std::uint64_t live = 0;
     EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
     EXPECT_EQ(live, 0u);

@@ -30,7 +30,9 @@ class WeightsFree : public ::testing::Test {
   }
   void TearDown() override {
     upload_behaviour().on_release = nullptr;
-    if (weights_ != nullptr) EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    if (weights_ != nullptr) {
+      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    }
     EXPECT_EQ(rootspan_context_destroy(context_, nullptr), ROOTSPAN_OK);
     EXPECT_EQ(upload_live_blocks(), 0);
   }
