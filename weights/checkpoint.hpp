@@ -19,6 +19,7 @@
 
 #include "core/diagnostic.hpp"
 #include "weights/gguf.hpp"
+#include "weights/input_file.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/shard_index.hpp"
 
@@ -32,6 +33,9 @@ struct Shard {
   // bytes whose last axis counts blocks × bytes_per_block.
   SafetensorsFile safetensors;
   std::shared_ptr<const GgufFile> gguf;  // set when the shard is a GGUF file
+  // The one descriptor the shard was opened with: its header was read from
+  // it, and the load maps and reads it, never reopening `path` by name.
+  std::shared_ptr<const InputFile> input;
 
   // Absolute file offset of the data section the tensors' offsets count from.
   std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }

@@ -646,9 +646,12 @@ Result<GgufFile> parse_gguf(std::span<const std::byte> file_bytes, std::string_v
 Result<GgufFile> open_gguf(const std::filesystem::path &path) {
   auto file = InputFile::open(path, kOperation);
   if (!file) return file.error();
-  const InputFile &input = file.value();
+  return open_gguf(file.value());
+}
+
+Result<GgufFile> open_gguf(const InputFile &input) {
   auto read_at = [&input](std::span<std::byte> into, std::uint64_t offset) { return input.read_exact(into, offset); };
-  return parse(read_at, input.size(), path);
+  return parse(read_at, input.size(), input.path());
 }
 
 }  // namespace rootspan::weights

@@ -276,15 +276,21 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
 }
 
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
-  const std::string file_name = path.string();
-  const Failure fail{file_name};
   auto file = InputFile::open(path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
   if (!file) return file.error();
-  const std::uint64_t file_size = file.value().size();
+  return open_safetensors(file.value());
+}
+
+Result<SafetensorsFile> open_safetensors(const InputFile &input) {
+  const std::filesystem::path &path = input.path();
+  const std::string file_name = path.string();
+  const Failure fail{file_name};
+  const InputFile *const file = &input;
+  const std::uint64_t file_size = input.size();
   if (auto checked = check_prefix_size(file_size, fail); !checked) return checked.error();
 
   std::byte prefix[kSafetensorsPrefix];
-  if (auto read = file.value().read_exact(prefix, 0); !read) return read.error();
+  if (auto read = file->read_exact(prefix, 0); !read) return read.error();
   const std::uint64_t header_size = read_le64(prefix);
   if (auto checked = check_header_length(header_size, file_size, fail); !checked) {
     return explain_header_length(checked.error(), prefix, file_name);
@@ -292,7 +298,7 @@ Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
 
   // Only now, with N bounded by the limit and the file, is the header read.
   std::string header_json(static_cast<std::size_t>(header_size), '\0');
-  auto read = file.value().read_exact(std::as_writable_bytes(std::span(header_json)), kSafetensorsPrefix);
+  auto read = file->read_exact(std::as_writable_bytes(std::span(header_json)), kSafetensorsPrefix);
   if (!read) return read.error();
   auto header = parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name);
   if (!header) return header.error();

@@ -20,6 +20,8 @@
 
 namespace rootspan::weights {
 
+class InputFile;
+
 // The largest header safetensors allows (100,000,000 bytes).
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 // The little-endian header length before the header.
@@ -80,5 +82,8 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
 // Opens a safetensors file and reads its length prefix and header with pread,
 // nothing of the data section. ROOTSPAN_ERR_IO when the file cannot be read.
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path);
+// The same from a file already opened (once, beneath its folder); it names
+// the file by file.path().
+Result<SafetensorsFile> open_safetensors(const InputFile &file);
 
 }  // namespace rootspan::weights
