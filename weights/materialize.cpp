@@ -10,6 +10,7 @@
 
 #include "core/access.hpp"
 #include "core/dtype.hpp"
+#include "weights/available_memory.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
 #include "weights/mapped_file.hpp"
@@ -310,6 +311,23 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   result.provider = options.provider;
   result.skipped = std::move(schema.skipped);
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
+
+  // A copy into host memory allocates every byte the files claim, whatever
+  // blocks they really hold: refuse one that cannot fit before it starts.
+  if (options.strategy == Strategy::kRead && provider.value()->kind() == "host") {
+    if (const auto available = available_memory()) {
+      std::map<std::filesystem::path, std::uint64_t> per_file;
+      for (const ComponentPayload &payload : schema.payloads) {
+        for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
+      }
+      const auto largest = std::max_element(per_file.begin(), per_file.end(),
+                                            [](const auto &a, const auto &b) { return a.second < b.second; });
+      if (largest != per_file.end()) {
+        BOOST_OUTCOME_TRY(
+            check_copy_fits(largest->first.string(), largest->second, result.total_bytes, *available, kOperation));
+      }
+    }
+  }
 
   LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {

@@ -7,6 +7,7 @@
 #include "weights/checked_math.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
+#include "weights/limits.hpp"
 #include "weights/strict_json.hpp"
 
 namespace rootspan::weights {
@@ -196,7 +197,13 @@ const TensorInfo *SafetensorsHeader::find(std::string_view name) const {
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
                                                    std::string_view file_name) {
   const Failure fail{file_name};
-  auto parsed = parse_strict_json(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name);
+  // Bounded while parsing: a shape is at most kMaxTensorRank numbers, the
+  // header at most kMaxTensorsPerFile entries.
+  const JsonLimits limits{kMaxTensorRank, kMaxTensorsPerFile,
+                          "a tensor's shape has at most " + std::to_string(kMaxTensorRank) +
+                              " dimensions, a header at most " + std::to_string(kMaxTensorsPerFile) +
+                              " entries, __metadata__ included"};
+  auto parsed = parse_strict_json(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name, limits);
   if (!parsed) return parsed.error();
   const json &root = parsed.value();
   if (!root.is_object()) return fail("header is " + value_text(root) + ", not a JSON object");

@@ -38,7 +38,7 @@ std::string object_path(const std::vector<ObjectFrame> &objects) {
 }  // namespace
 
 Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status code, std::string operation,
-                                         std::string_view subject) {
+                                         std::string_view subject, const JsonLimits &limits) {
   const std::string prefix = quoted_text(subject) + ": ";
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") {
     return make_error(code, std::move(operation), prefix + "JSON starts with a UTF-8 byte-order mark");
@@ -61,8 +61,22 @@ Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status 
   // Objects being parsed, innermost last; `depth` counts arrays too.
   std::vector<ObjectFrame> objects;
   std::size_t depth = 0;
+  // Elements so far of each array being parsed, innermost last; `in_array`
+  // says whether the innermost container is an array.
+  std::vector<std::size_t> arrays;
+  std::vector<bool> in_array;
+  const std::string why = limits.why.empty() ? std::string() : " (" + limits.why + ")";
   auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) -> bool {
     using Event = nlohmann::json::parse_event_t;
+    const bool element = event == Event::value || event == Event::object_start || event == Event::array_start;
+    if (element && !in_array.empty() && in_array.back() && ++arrays.back() > limits.max_array_elements) {
+      throw StrictJsonViolation{"an array in " + object_path(objects) + " has more than " +
+                                std::to_string(limits.max_array_elements) + " elements" + why};
+    }
+    if (event == Event::object_start || event == Event::array_start) in_array.push_back(event == Event::array_start);
+    if (event == Event::array_start) arrays.push_back(0);
+    if (event == Event::object_end || event == Event::array_end) in_array.pop_back();
+    if (event == Event::array_end) arrays.pop_back();
     switch (event) {
       case Event::object_start:
       case Event::array_start:
@@ -83,6 +97,10 @@ Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status 
         const auto &key = parsed.get_ref<const std::string &>();
         if (!frame.keys.insert(key).second) {
           throw StrictJsonViolation{"duplicate key " + quoted_text(key) + " in " + object_path(objects)};
+        }
+        if (frame.keys.size() > limits.max_object_members) {
+          throw StrictJsonViolation{object_path(objects) + " has more than " +
+                                    std::to_string(limits.max_object_members) + " members" + why};
         }
         frame.last_key = key;
         break;
