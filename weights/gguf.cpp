@@ -414,18 +414,18 @@ Result<GgufFile> parse(Cursor::ReadAt read_at, std::uint64_t file_size, const st
   BOOST_OUTCOME_TRY(tensor_count, cursor.u64("tensor count"));
   BOOST_OUTCOME_TRY(kv_count, cursor.u64("key-value count"));
   const std::uint64_t body = cursor.remaining();
-  if (tensor_count > kMaxTensorsPerFile) {
-    return fail(8, "tensor count",
-                std::to_string(tensor_count) + " tensors, more than the limit of " +
-                    std::to_string(kMaxTensorsPerFile) + " tensors in one file",
-                kMaxTensorsPerFile, tensor_count);
-  }
   if (tensor_count > body / kMinTensorInfoBytes) {
     return fail(8, "tensor count",
                 std::to_string(tensor_count) + " tensors cannot fit in the " + std::to_string(body) +
                     " bytes after the header (each tensor info takes at least " + std::to_string(kMinTensorInfoBytes) +
                     ")",
                 body / kMinTensorInfoBytes, tensor_count);
+  }
+  if (tensor_count > kMaxTensorsPerFile) {
+    return fail(8, "tensor count",
+                std::to_string(tensor_count) + " tensors, more than the limit of " +
+                    std::to_string(kMaxTensorsPerFile) + " tensors in one file",
+                kMaxTensorsPerFile, tensor_count);
   }
   if (kv_count > body / kMinKeyValueBytes) {
     return fail(16, "key-value count",

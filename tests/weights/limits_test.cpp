@@ -73,10 +73,11 @@ TEST(Limits, AGgufFileOfMoreThanTheTensorLimitIsRefused) {
     for (int i = 0; i < size; ++i) bytes.push_back(static_cast<std::byte>((value >> (8 * i)) & 0xFF));
   };
   for (char c : std::string("GGUF")) bytes.push_back(static_cast<std::byte>(c));
-  put(3, 4);                        // version
-  put(kMaxTensorsPerFile + 1, 8);   // tensor count
-  put(0, 8);                        // key-value count
-  bytes.resize(bytes.size() + 64);  // room that could never hold them anyway
+  put(3, 4);                       // version
+  put(kMaxTensorsPerFile + 1, 8);  // tensor count
+  put(0, 8);                       // key-value count
+  // Room enough that the count alone is what is refused.
+  bytes.resize(bytes.size() + (kMaxTensorsPerFile + 1) * 64);
   EXPECT_TRUE(FailsWith(parse_gguf(bytes, "m.gguf"), ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"m.gguf", "1048577 tensors, more than the limit of 1048576 tensors in one file"}));
 }
