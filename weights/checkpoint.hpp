@@ -64,6 +64,9 @@ class Checkpoint {
   // `revision` applies to a cache repository only; anything else with a
   // revision is refused. A GGUF file, split or not, or a folder of one, opens
   // through open_gguf.
+  // Every file is opened once (non-blocking, checked to be a regular file)
+  // and its descriptor kept in its Shard; index-named shards are opened
+  // beneath the trusted folders' descriptors (checkpoint_file.hpp).
   // Sharded rules: every shard name is portable, and its real path (every
   // symbolic link followed) lies in a trusted folder: the checkpoint folder,
   // the folder that really holds the index file (its links followed), and a

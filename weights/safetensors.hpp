@@ -70,7 +70,9 @@ struct SafetensorsFile {
 
 // Parses and validates the JSON header alone (the N bytes after the length
 // prefix) for a data section of `data_size` bytes. `file_name` is named in
-// every cause. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
+// every cause. A shape longer than kMaxTensorRank, or more than
+// kMaxTensorsPerFile entries (limits.hpp), is refused while the JSON is
+// parsed. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
 // "open_checkpoint"), with expected and actual values where there are two.
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
                                                    std::string_view file_name);

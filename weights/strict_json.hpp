@@ -4,7 +4,8 @@
 // then mean two different things to two readers), and it stops at a NUL byte
 // as if the input ended there. This parser rejects all three,
 // checks UTF-8 first (reporting the offset of a bad byte), and bounds the
-// nesting depth so hostile input cannot run deep.
+// nesting depth so hostile input cannot run deep, and the length of arrays
+// and objects (JsonLimits) so it cannot grow far past its text.
 #pragma once
 
 #include <cstddef>
