@@ -99,7 +99,20 @@ Result<NegotiatedTable> negotiate(rootspan_provider_entry_fn entry, const Provid
                       std::to_string(out.provider_struct_size) + ")",
                   kMinimumProviderTableSize, out.provider_struct_size);
   }
-  std::memcpy(&out.table, provided, std::min(out.provider_struct_size, sizeof out.table));
+  // Past the required entries every field is one function pointer: an older
+  // table ends between two of them, never inside one.
+  constexpr std::size_t kFirstHook = offsetof(rootspan_provider_table, init);
+  if (out.provider_struct_size < ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE &&
+      (out.provider_struct_size - kFirstHook) % sizeof(void (*)()) != 0) {
+    return refuse(expected,
+                  "table struct_size " + std::to_string(out.provider_struct_size) +
+                      " ends inside a function pointer (rootspan_provider_table: expected " +
+                      std::to_string(ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE) + " or the end of an older entry, actual " +
+                      std::to_string(out.provider_struct_size) + ")",
+                  ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE, out.provider_struct_size);
+  }
+  std::memcpy(&out.table, provided,
+              std::min<std::size_t>(out.provider_struct_size, ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE));
   const rootspan_provider_table &t = out.table;
   out.abi_major = t.abi_major;
   out.abi_minor = t.abi_minor;

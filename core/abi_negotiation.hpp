@@ -1,4 +1,4 @@
-// Provider ABI negotiation, policy L6 (DESIGN 3.2, 4): the checks on the table
+// Provider ABI negotiation, policy L6 (docs/writing-a-provider.md): the checks on the table
 // a provider's entry function returns, before any other of its functions is
 // called.
 //   - the entry is called with ROOTSPAN_PROVIDER_ABI_MAJOR/MINOR inside

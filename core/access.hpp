@@ -7,19 +7,19 @@
 
 namespace rootspan {
 
-// DESIGN 2.3 / 2.4. Offsets are relative to the root.
+// docs/concepts.md. Offsets are relative to the root.
 Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t length);
 Result<Claim *> claim_acquire(Root &root, std::uint64_t offset, std::uint64_t length, rootspan_claim_mode mode);
 // Ranges relative to the parent claim.
 Result<void> claim_split(Claim &parent, const rootspan_range *ranges, std::size_t count, Claim **children);
 Result<void> claim_release(Claim &claim);
 
-// DESIGN 2.5. Offsets are relative to the claim.
+// docs/concepts.md. Offsets are relative to the claim.
 Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t offset, std::uint64_t length,
                             bool write);
 void unmap(Mapping &mapping);
 
-// DESIGN 2.6.
+// docs/concepts.md.
 Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_request &request,
                                    rootspan_device_access &access);
 Result<void> device_access_release(Claim &claim, const rootspan_device_access &access);

@@ -1,4 +1,4 @@
-// The extern "C" entry points (DESIGN 3.1). Each one checks its arguments,
+// The extern "C" entry points (docs/c-api.md). Each one checks its arguments,
 // normalizes incoming structs by their struct_size, calls the C++ core, and
 // turns a Diagnostic into an opaque rootspan_error. No exception leaves here.
 #include "c_api_support.hpp"
@@ -20,7 +20,12 @@ extern "C" {
 
 // ---- versions ---------------------------------------------------------------
 
-const char *rootspan_version(void) { return "0.1.0"; }
+// "MAJOR.MINOR.PATCH" from rootspan.h's macros, so the two cannot disagree.
+#define ROOTSPAN_TEXT(x) #x
+#define ROOTSPAN_VERSION_TEXT(major, minor, patch) ROOTSPAN_TEXT(major) "." ROOTSPAN_TEXT(minor) "." ROOTSPAN_TEXT(patch)
+const char *rootspan_version(void) {
+  return ROOTSPAN_VERSION_TEXT(ROOTSPAN_VERSION_MAJOR, ROOTSPAN_VERSION_MINOR, ROOTSPAN_VERSION_PATCH);
+}
 const char *rootspan_status_name(rootspan_status status) { return rootspan::status_name(status); }
 const char *rootspan_dtype_name(rootspan_dtype dtype) { return rootspan::dtype_name(dtype); }
 uint64_t rootspan_dtype_size(rootspan_dtype dtype) { return rootspan::dtype_size(dtype); }
@@ -43,17 +48,16 @@ const char *rootspan_error_policy(const rootspan_error *error) {
   return error == nullptr ? "" : error->diagnostic.policy.c_str();
 }
 rootspan_status rootspan_error_requested(const rootspan_error *error, rootspan_requested *requested) {
-  if (error == nullptr || !has_size(requested, requested ? requested->struct_size : 0)) {
-    return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  }
+  if (error == nullptr || !struct_size_ok(requested)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   const rootspan::Requested &r = error->diagnostic.requested;
-  write_struct(requested, rootspan_requested{sizeof(rootspan_requested), r.kind, r.root_id,
-                                             {r.key.domain, r.key.local}, r.offset, r.length});
+  write_struct(requested,
+               rootspan_requested{
+                   sizeof(rootspan_requested), r.kind, r.root_id, {r.key.domain, r.key.local}, r.offset, r.length});
   return ROOTSPAN_OK;
 }
 int rootspan_error_resolution(const rootspan_error *error, rootspan_span *span) {
   if (error == nullptr || !error->diagnostic.resolution) return 0;
-  if (has_size(span, span ? span->struct_size : 0)) write_struct(span, span_out(*error->diagnostic.resolution));
+  if (span != nullptr && struct_size_ok(span)) write_struct(span, span_out(*error->diagnostic.resolution));
   return 1;
 }
 int rootspan_error_values(const rootspan_error *error, uint64_t *expected, uint64_t *actual) {
@@ -70,13 +74,26 @@ rootspan_status rootspan_context_create(const rootspan_context_options *options,
                                         rootspan_error **error) {
   if (context == nullptr) return invalid(error, "context_create", "context is NULL");
   *context = nullptr;
-  if (options != nullptr && !has_size(options, options->struct_size)) {
-    return invalid(error, "context_create", "options.struct_size is too small");
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "context_create", "options"); s != ROOTSPAN_OK) return s;
+  }
+  const rootspan_context_options o = options != nullptr ? read_struct(options) : rootspan_context_options{};
+  if (o.manifests == nullptr && o.manifest_count != 0) {
+    return invalid(
+        error, "context_create",
+        ("options.manifests is NULL but options.manifest_count is " + std::to_string(o.manifest_count)).c_str());
+  }
+  for (std::size_t i = 0; i < o.manifest_count; ++i) {
+    if (o.manifests[i] == nullptr) {
+      return invalid(error, "context_create",
+                     ("options.manifests[" + std::to_string(i) + "] is NULL (of " + std::to_string(o.manifest_count) +
+                      " manifest paths)")
+                         .c_str());
+    }
   }
   return guarded(error, "context_create", [&]() -> rootspan::Result<void> {
     rootspan::ContextOptions opts;
     if (options != nullptr) {
-      const rootspan_context_options o = read_struct(options);
       opts.static_providers = o.no_static_providers == 0;
       for (std::size_t i = 0; i < o.manifest_count; ++i) opts.manifests.emplace_back(o.manifests[i]);
       opts.discover_manifests = o.discover_manifests != 0;
@@ -108,22 +125,21 @@ rootspan_status rootspan_context_add_provider(rootspan_context *context, rootspa
 
 rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count) {
   if (context == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  *count = context->context->reports().size();
+  *count = context->context->report_count();
   return ROOTSPAN_OK;
 }
 
 rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
                                              rootspan_provider_report *report) {
-  if (context == nullptr || !has_size(report, report ? report->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  const auto &reports = context->context->reports();
-  if (index >= reports.size()) return ROOTSPAN_ERR_NOT_FOUND;
-  const rootspan::ProviderReport &r = reports[index];
+  if (context == nullptr || !struct_size_ok(report)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const rootspan::ProviderReport *found = context->context->report(index);
+  if (found == nullptr) return ROOTSPAN_ERR_NOT_FOUND;
+  const rootspan::ProviderReport &r = *found;
   auto c_str_or_null = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
   write_struct(report, rootspan_provider_report{sizeof(rootspan_provider_report), r.name.c_str(), r.kind.c_str(),
-                                                r.origin, r.state, c_str_or_null(r.library),
-                                                c_str_or_null(r.manifest), r.abi_major, r.abi_minor,
-                                                r.device_count, r.priority, c_str_or_null(r.policy),
-                                                c_str_or_null(r.reason), r.code});
+                                                r.origin, r.state, c_str_or_null(r.library), c_str_or_null(r.manifest),
+                                                r.abi_major, r.abi_minor, r.device_count, r.priority,
+                                                c_str_or_null(r.policy), c_str_or_null(r.reason), r.code});
   return ROOTSPAN_OK;
 }
 
@@ -140,9 +156,8 @@ const char *rootspan_manifest_path(const rootspan_context *context, size_t index
 
 rootspan_status rootspan_provider_device_info(rootspan_context *context, const char *provider, uint32_t ordinal,
                                               rootspan_device_info *info, rootspan_error **error) {
-  if (context == nullptr || provider == nullptr || !has_size(info, info ? info->struct_size : 0)) {
-    return invalid(error, "device_info", "context, provider or info is NULL, or info.struct_size is too small");
-  }
+  if (context == nullptr || provider == nullptr) return invalid(error, "device_info", "context or provider is NULL");
+  if (rootspan_status s = check_struct(error, info, "device_info", "info"); s != ROOTSPAN_OK) return s;
   return guarded(error, "device_info", [&]() -> rootspan::Result<void> {
     auto p_result = context->context->provider(provider);
     if (!p_result) return with_request(p_result.error(), "device_info", rootspan::Requested::none());
@@ -170,9 +185,8 @@ rootspan_status rootspan_provider_device_info(rootspan_context *context, const c
 
 rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
                                        rootspan_root **root, rootspan_error **error) {
-  if (context == nullptr || root == nullptr || !has_size(options, options ? options->struct_size : 0)) {
-    return invalid(error, "import_unique_root", "context, options or root is NULL, or options.struct_size is too small");
-  }
+  if (context == nullptr || root == nullptr) return invalid(error, "import_unique_root", "context or root is NULL");
+  if (rootspan_status s = check_struct(error, options, "import_unique_root", "options"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
   return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
     const rootspan_allocate_options o = read_struct(options);
@@ -193,15 +207,14 @@ rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan
 
 rootspan_status rootspan_root_import_host(rootspan_context *context, const rootspan_host_import *import,
                                           rootspan_root **root, rootspan_error **error) {
-  if (import != nullptr && has_size(import, import->struct_size) &&
-      (context == nullptr || root == nullptr)) {
+  if (struct_size_ok(import) && (context == nullptr || root == nullptr)) {
     // The deleter runs exactly once, even when the call is malformed.
     const rootspan_host_import i = read_struct(import);
     if (i.deleter != nullptr) i.deleter(i.deleter_context, i.data);
   }
-  if (context == nullptr || root == nullptr || !has_size(import, import ? import->struct_size : 0)) {
-    return invalid(error, "import_unique_root", "context, import or root is NULL, or import.struct_size is too small");
-  }
+  if (context == nullptr || root == nullptr) return invalid(error, "import_unique_root", "context or root is NULL");
+  // A struct_size that cannot be read leaves the deleter unknown: it is not called.
+  if (rootspan_status s = check_struct(error, import, "import_unique_root", "import"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
   return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
     const rootspan_host_import i = read_struct(import);
@@ -219,11 +232,18 @@ rootspan_status rootspan_root_import_host(rootspan_context *context, const roots
 }
 
 rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_info *info) {
-  if (root == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (root == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   const rootspan::Root &r = *root_of(root);
-  write_struct(info, rootspan_root_info{sizeof(rootspan_root_info), r.id, {r.extent.key.domain, r.extent.key.local},
-                                        r.extent.offset, r.extent.length, r.extent.alignment, r.dtype,
-                                        r.read_only ? 1 : 0, r.host_accessible() ? 1 : 0, r.allocation.device,
+  write_struct(info, rootspan_root_info{sizeof(rootspan_root_info),
+                                        r.id,
+                                        {r.extent.key.domain, r.extent.key.local},
+                                        r.extent.offset,
+                                        r.extent.length,
+                                        r.extent.alignment,
+                                        r.dtype,
+                                        r.read_only ? 1 : 0,
+                                        r.host_accessible() ? 1 : 0,
+                                        r.allocation.device,
                                         r.provider->name().c_str()});
   return ROOTSPAN_OK;
 }
@@ -233,11 +253,10 @@ rootspan_status rootspan_root_release(rootspan_root *root, rootspan_error **erro
   return guarded(error, "release_root", [&] { return root_of(root)->context->release(root_of(root)); });
 }
 
-rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length,
-                                     rootspan_span *span, rootspan_error **error) {
-  if (root == nullptr || !has_size(span, span ? span->struct_size : 0)) {
-    return invalid(error, "span", "root or span is NULL, or span.struct_size is too small");
-  }
+rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length, rootspan_span *span,
+                                     rootspan_error **error) {
+  if (root == nullptr) return invalid(error, "span", "root is NULL");
+  if (rootspan_status s = check_struct(error, span, "span", "span"); s != ROOTSPAN_OK) return s;
   return guarded(error, "span", [&]() -> rootspan::Result<void> {
     auto s_result = rootspan::span_of(*root_of(root), offset, length);
     if (!s_result) return std::move(s_result).error();
@@ -277,7 +296,8 @@ rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_rang
 
 rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_span *span, rootspan_claim_mode *mode) {
   if (claim == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  if (has_size(span, span ? span->struct_size : 0)) write_struct(span, span_out(claim_of(claim)->span));
+  if (span != nullptr && !struct_size_ok(span)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (span != nullptr) write_struct(span, span_out(claim_of(claim)->span));
   if (mode != nullptr) *mode = claim_of(claim)->mode;
   return ROOTSPAN_OK;
 }
@@ -331,21 +351,18 @@ rootspan_status rootspan_unmap(rootspan_mapping *mapping) {
 
 rootspan_status rootspan_device_access_prepare(rootspan_claim *claim, const rootspan_device_access_request *request,
                                                rootspan_device_access *access, rootspan_error **error) {
-  if (claim == nullptr || !has_size(request, request ? request->struct_size : 0) ||
-      !has_size(access, access ? access->struct_size : 0)) {
-    return invalid(error, "prepare_device_access", "claim, request or access is NULL, or a struct_size is too small");
-  }
-  return guarded(error, "prepare_device_access", [&] {
-    return rootspan::device_access_prepare(*claim_of(claim), read_struct(request), *access);
-  });
+  if (claim == nullptr) return invalid(error, "prepare_device_access", "claim is NULL");
+  if (rootspan_status s = check_struct(error, request, "prepare_device_access", "request"); s != ROOTSPAN_OK) return s;
+  if (rootspan_status s = check_struct(error, access, "prepare_device_access", "access"); s != ROOTSPAN_OK) return s;
+  return guarded(error, "prepare_device_access",
+                 [&] { return rootspan::device_access_prepare(*claim_of(claim), read_struct(request), *access); });
 }
 
 rootspan_status rootspan_device_access_release(rootspan_claim *claim, const rootspan_device_access *access) {
-  if (claim == nullptr || !has_size(access, access ? access->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (claim == nullptr || !struct_size_ok(access)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   rootspan_error *ignored = nullptr;
-  const rootspan_status status = guarded(&ignored, "release_device_access", [&] {
-    return rootspan::device_access_release(*claim_of(claim), *access);
-  });
+  const rootspan_status status = guarded(&ignored, "release_device_access",
+                                         [&] { return rootspan::device_access_release(*claim_of(claim), *access); });
   rootspan_error_free(ignored);
   return status;
 }
@@ -354,8 +371,10 @@ rootspan_status rootspan_device_access_release(rootspan_claim *claim, const root
 
 rootspan_status rootspan_copy_from_host(rootspan_claim *claim, uint64_t offset, const void *source, uint64_t length,
                                         rootspan_error **error) {
-  if (claim == nullptr || (source == nullptr && length != 0)) return invalid(error, "copy_from_host", "claim or source is NULL");
-  return guarded(error, "copy_from_host", [&] { return rootspan::copy_from_host(*claim_of(claim), offset, source, length); });
+  if (claim == nullptr || (source == nullptr && length != 0))
+    return invalid(error, "copy_from_host", "claim or source is NULL");
+  return guarded(error, "copy_from_host",
+                 [&] { return rootspan::copy_from_host(*claim_of(claim), offset, source, length); });
 }
 
 rootspan_status rootspan_copy_to_host(rootspan_claim *claim, uint64_t offset, void *destination, uint64_t length,
@@ -363,7 +382,8 @@ rootspan_status rootspan_copy_to_host(rootspan_claim *claim, uint64_t offset, vo
   if (claim == nullptr || (destination == nullptr && length != 0)) {
     return invalid(error, "copy_to_host", "claim or destination is NULL");
   }
-  return guarded(error, "copy_to_host", [&] { return rootspan::copy_to_host(*claim_of(claim), offset, destination, length); });
+  return guarded(error, "copy_to_host",
+                 [&] { return rootspan::copy_to_host(*claim_of(claim), offset, destination, length); });
 }
 
 }  // extern "C"

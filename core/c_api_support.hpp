@@ -72,8 +72,15 @@ rootspan_status guarded(rootspan_error **error, const char *operation, Body &&bo
 }
 
 using rootspan::read_struct;
+using rootspan::struct_size_ok;
 using rootspan::write_struct;
 
-inline bool has_size(const void *p, std::size_t struct_size) { return p != nullptr && struct_size >= sizeof(std::size_t); }
+// Reports InvalidArgument for a NULL struct, or a struct_size below the
+// struct's first published size or ending inside a field; OK when readable.
+template <class T>
+rootspan_status check_struct(rootspan_error **error, const T *p, const char *operation, const char *argument) {
+  auto refused = rootspan::struct_size_error<T>(p, operation, argument);
+  return refused ? report(error, std::move(*refused)) : ROOTSPAN_OK;
+}
 
 }  // namespace rootspan::c_api

@@ -31,7 +31,10 @@ Claim *ClaimBook::new_claim() {
   }
   Claim *claim = free_claims_.back();
   free_claims_.pop_back();
+  std::vector<rootspan_device_access> accesses = std::move(claim->accesses);
+  accesses.clear();  // keeps its capacity: a pooled claim allocates nothing
   *claim = Claim{};
+  claim->accesses = std::move(accesses);
   return claim;
 }
 
@@ -120,6 +123,14 @@ Mapping *ClaimBook::new_mapping(Claim *claim) {
   mapping->claim = claim;
   ++claim->mappings;
   return mapping;
+}
+
+std::vector<Mapping *> ClaimBook::live_mappings() const {
+  std::vector<Mapping *> live;
+  for (const auto &mapping : mapping_storage_) {
+    if (mapping->claim != nullptr) live.push_back(mapping.get());
+  }
+  return live;
 }
 
 void ClaimBook::free_mapping(Mapping *mapping) {

@@ -1,4 +1,4 @@
-// Claim bookkeeping (DESIGN 2.4): which spans of one root are claimed, shared
+// Claim bookkeeping (docs/concepts.md): which spans of one root are claimed, shared
 // or exclusive, and what each claim has lent out (children, mappings, device
 // accesses). One ClaimBook per root, guarded by that root's mutex alone, so
 // claims on different roots never contend. Claim and mapping records are
@@ -24,6 +24,9 @@ struct Claim {
   std::uint32_t children = 0;      // live children of a split
   std::uint32_t mappings = 0;      // live mappings
   std::uint32_t device_accesses = 0;
+  // The live device accesses as the provider returned them, so that a
+  // context destroyed with accesses live can release them.
+  std::vector<rootspan_device_access> accesses;
   std::uint64_t relative_offset() const;  // the span's offset relative to its root
 };
 
@@ -47,6 +50,9 @@ class ClaimBook {
   void free_mapping(Mapping *mapping);
 
   std::size_t live_count() const { return live_.size(); }
+  const std::vector<Claim *> &live_claims() const { return live_; }
+  // Mappings not yet unmapped.
+  std::vector<Mapping *> live_mappings() const;
   const Claim *first_live() const { return live_.empty() ? nullptr : live_.front(); }
 
  private:

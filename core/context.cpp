@@ -4,8 +4,8 @@
 #include <cstring>
 #include <optional>
 
-#include "dtype.hpp"
 #include "abi_negotiation.hpp"
+#include "dtype.hpp"
 #include "static_providers.hpp"
 
 namespace rootspan {
@@ -35,10 +35,11 @@ Result<void> Context::start_static_providers() {
 }
 
 Result<void> Context::check_unique_name(const std::string &name) const {
+  std::shared_lock lock(providers_mutex_);
   for (const auto &p : providers_) {
     if (p->name() == name) {
-      Diagnostic d = make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, "load_plugin",
-                                "a provider named '" + name + "' is already loaded");
+      Diagnostic d =
+          make_error(ROOTSPAN_ERR_PLUGIN_REJECTED, "load_plugin", "a provider named '" + name + "' is already loaded");
       d.policy = "L6";
       return d;
     }
@@ -67,9 +68,35 @@ Result<void> Context::start_provider(const rootspan_provider_table &table, std::
   if (p.device_count() == 0) {
     report.reason = p.device_note().empty() ? "the provider reports no device and gave no reason" : p.device_note();
   }
+  std::unique_lock lock(providers_mutex_);
   reports_.push_back(std::move(report));
   providers_.push_back(std::move(started).value());
   return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+void Context::record(ProviderReport report) {
+  std::unique_lock lock(providers_mutex_);
+  reports_.push_back(std::move(report));
+}
+
+std::vector<std::shared_ptr<Provider>> Context::providers() const {
+  std::shared_lock lock(providers_mutex_);
+  return providers_;
+}
+
+std::vector<ProviderReport> Context::reports() const {
+  std::shared_lock lock(providers_mutex_);
+  return {reports_.begin(), reports_.end()};
+}
+
+std::size_t Context::report_count() const {
+  std::shared_lock lock(providers_mutex_);
+  return reports_.size();
+}
+
+const ProviderReport *Context::report(std::size_t index) const {
+  std::shared_lock lock(providers_mutex_);
+  return index < reports_.size() ? &reports_[index] : nullptr;
 }
 
 Result<void> Context::add_provider(rootspan_provider_entry_fn entry, const std::string &options_json,
@@ -78,6 +105,7 @@ Result<void> Context::add_provider(rootspan_provider_entry_fn entry, const std::
   expected.where = origin == ROOTSPAN_ORIGIN_STATIC ? "static provider" : "embedded provider";
   auto negotiated = negotiate(entry, expected);
   if (!negotiated) return negotiated.error();
+  std::lock_guard adding(add_mutex_);
   ProviderReport report;
   report.origin = origin;
   return start_provider(negotiated.value().table, nullptr, options_json, std::move(report));
@@ -91,14 +119,23 @@ std::uint64_t Context::destroy() {
     std::lock_guard lock(mutex_);
     left.swap(roots_);
   }
-  for (auto &[key, root] : left) release_allocation(*root->provider, root->allocation);
+  for (auto &[key, root] : left) {
+    release_handles(*root);
+    release_allocation(*root->provider, root->allocation);
+  }
   const std::uint64_t count = left.size();
-  left.clear();       // drops each root's provider reference
-  providers_.clear(); // the last reference shuts each provider down
+  left.clear();  // drops each root's provider reference
+  std::vector<std::shared_ptr<Provider>> providers;
+  {
+    std::unique_lock lock(providers_mutex_);
+    providers.swap(providers_);
+  }
+  providers.clear();  // the last reference shuts each provider down
   return count;
 }
 
 Result<std::shared_ptr<Provider>> Context::provider(const std::string &name) const {
+  std::shared_lock lock(providers_mutex_);
   for (const auto &p : providers_) {
     if (p->name() == name) return p;
   }
@@ -111,6 +148,23 @@ Result<std::shared_ptr<Provider>> Context::provider(const std::string &name) con
 std::size_t Context::live_roots() const {
   std::lock_guard lock(mutex_);
   return roots_.size();
+}
+
+void Context::release_handles(Root &root) const {
+  const Provider &provider = *root.provider;
+  const rootspan_provider_table &table = provider.table();
+  std::lock_guard lock(root.mutex);
+  for (Mapping *mapping : root.claims.live_mappings()) {
+    provider.invoke_quietly([&] { table.unmap(provider.instance(), &root.allocation, &mapping->provider); });
+    root.claims.free_mapping(mapping);
+  }
+  for (Claim *claim : root.claims.live_claims()) {
+    for (const rootspan_device_access &access : claim->accesses) {
+      provider.invoke_quietly([&] { table.release_device_access(provider.instance(), &root.allocation, &access); });
+    }
+    claim->accesses.clear();
+    claim->device_accesses = 0;
+  }
 }
 
 void Context::release_allocation(const Provider &provider, const rootspan_provider_allocation &allocation) const {
@@ -145,9 +199,9 @@ Result<Root *> Context::adopt(const std::shared_ptr<Provider> &provider, const r
     std::lock_guard lock(mutex_);
     auto found = roots_.find(key);
     if (found != roots_.end()) {
-      refused = make_error(ROOTSPAN_ERR_DUPLICATE_IDENTITY, "",
-                           "live root " + str(found->second->id) + " already has key (" + str(key.domain) + "," +
-                               str(key.local) + ")");
+      refused = make_error(
+          ROOTSPAN_ERR_DUPLICATE_IDENTITY, "",
+          "live root " + str(found->second->id) + " already has key (" + str(key.domain) + "," + str(key.local) + ")");
     } else if (auto id = next_root_id(); !id) {
       refused = id.error();
     } else {
@@ -168,8 +222,10 @@ Result<Root *> Context::allocate(const AllocateOptions &options) {
     return fail(make_error(ROOTSPAN_ERR_INVALID_ALIGNMENT, "",
                            "alignment " + str(options.alignment) + " is not a non-zero power of two"));
   }
-  if (!dtype_is_known(options.dtype)) {
-    return fail(make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "unknown element type " + str(options.dtype)));
+  if (!dtype_is_known(options.dtype)) return fail(unknown_enum("dtype", "rootspan_dtype", options.dtype));
+  if (options.memory_kind != ROOTSPAN_MEMORY_HOST && options.memory_kind != ROOTSPAN_MEMORY_DEVICE &&
+      options.memory_kind != ROOTSPAN_MEMORY_HOST_PINNED) {
+    return fail(unknown_enum("memory_kind", "rootspan_memory_kind", options.memory_kind));
   }
   const Provider &p = *provider.value();
   rootspan_allocation_request request{sizeof(rootspan_allocation_request), options.device, options.memory_kind,
@@ -199,8 +255,7 @@ Result<Root *> Context::import_host(const HostImport &import) {
   if (!provider) return fail(provider.error());
   const Provider &p = *provider.value();
   if (p.table().import_host_memory == nullptr) {
-    return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "",
-                           "provider '" + p.name() + "' cannot import host memory"));
+    return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "", "provider '" + p.name() + "' cannot import host memory"));
   }
   if (memory.data == nullptr && memory.byte_length != 0) {
     return fail(make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "", "data is NULL for a non-empty import"));
@@ -209,9 +264,7 @@ Result<Root *> Context::import_host(const HostImport &import) {
     return fail(make_error(ROOTSPAN_ERR_INVALID_ALIGNMENT, "",
                            "alignment " + str(memory.alignment) + " is not a non-zero power of two"));
   }
-  if (!dtype_is_known(import.dtype)) {
-    return fail(make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "unknown element type " + str(import.dtype)));
-  }
+  if (!dtype_is_known(import.dtype)) return fail(unknown_enum("dtype", "rootspan_dtype", import.dtype));
   rootspan_provider_allocation allocation{};
   allocation.struct_size = sizeof allocation;
   auto made = p.invoke("import_host_memory", [&](rootspan_provider_message *m) {
@@ -221,8 +274,11 @@ Result<Root *> Context::import_host(const HostImport &import) {
   allocation.struct_size = sizeof allocation;
   // From here the provider owns the deleter: a rejected import releases the
   // allocation, and the provider's release calls it.
-  return adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
-               "import_unique_root");
+  auto adopted = adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
+                       "import_unique_root");
+  // The caller has no handle yet: no other thread can map the root before this.
+  if (adopted) adopted.value()->backing_check = import.backing_check;
+  return adopted;
 }
 
 Result<void> Context::release(Root *root) {

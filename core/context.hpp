@@ -1,10 +1,12 @@
-// Context (DESIGN 2.8): the providers it loaded, static and from manifests,
+// Context (docs/concepts.md): the providers it loaded, static and from manifests,
 // and the table of its live roots. Contexts share nothing but the
 // process-wide root id and domain counters.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +54,8 @@ struct HostImport {
   rootspan_host_memory memory{};  // data, length, alignment, deleter
   rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;
   bool read_only = false;
+  // Set for memory that maps a file (see Root::backing_check).
+  std::function<Result<void>(std::uint64_t offset, std::uint64_t length)> backing_check;
 };
 
 class Context {
@@ -76,10 +80,20 @@ class Context {
   Result<Root *> import_host(const HostImport &import);
   // Busy while claims are live; the root then stays valid.
   Result<void> release(Root *root);
+  // Releases every root of `roots` or none: Busy (naming the first claimed
+  // one, by `names[i]` when given) if any is claimed, with the claim checks
+  // and the removal done under one hold of every root's lock.
+  Result<void> release_together(const std::vector<Root *> &roots, const std::vector<std::string> &names);
 
   Result<std::shared_ptr<Provider>> provider(const std::string &name) const;
-  const std::vector<std::shared_ptr<Provider>> &providers() const { return providers_; }
-  const std::vector<ProviderReport> &reports() const { return reports_; }
+  // Snapshots: providers may be added from another thread meanwhile.
+  std::vector<std::shared_ptr<Provider>> providers() const;
+  std::vector<ProviderReport> reports() const;
+  std::size_t report_count() const;
+  // The report at `index`, or nullptr. A report never moves or changes once
+  // recorded, so its strings live as long as the context.
+  const ProviderReport *report(std::size_t index) const;
+  // Written only while the context is created.
   const std::vector<std::string> &manifests() const { return manifests_; }
   std::size_t live_roots() const;
 
@@ -92,16 +106,24 @@ class Context {
   Result<void> load_manifest_entry(const struct ManifestEntry &entry, ProviderReport &report);
   // A second provider of one name is refused (L6).
   Result<void> check_unique_name(const std::string &name) const;
+  void record(ProviderReport report);
   Result<void> start_provider(const rootspan_provider_table &table, std::shared_ptr<void> library,
                               const std::string &options_json, ProviderReport report);
   // Validates an allocation the provider made and makes it a root; on any
   // failure the provider's release hook runs exactly once.
   Result<Root *> adopt(const std::shared_ptr<Provider> &provider, const rootspan_provider_allocation &allocation,
                        const AllocationExpectation &expected, bool read_only, const char *operation);
+  // Unmaps the root's live mappings and releases its live device accesses
+  // through the provider: what must go before its allocation is released.
+  void release_handles(Root &root) const;
   void release_allocation(const Provider &provider, const rootspan_provider_allocation &allocation) const;
 
+  // add_mutex_ makes one add_provider (name check, init, append) atomic
+  // against another; providers_mutex_ guards the two lists against readers.
+  std::mutex add_mutex_;
+  mutable std::shared_mutex providers_mutex_;
   std::vector<std::shared_ptr<Provider>> providers_;
-  std::vector<ProviderReport> reports_;
+  std::deque<ProviderReport> reports_;  // a deque: recorded reports never move
   std::vector<std::string> manifests_;
 
   struct KeyHash {

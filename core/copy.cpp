@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.hpp"
+#include "mapped_read.hpp"
 
 namespace rootspan {
 
@@ -24,14 +25,18 @@ Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t 
       return d;
     }
     Mapping *mapping = mapped.value();
-    if (length != 0) {
-      if (to_device) {
-        std::memcpy(mapping->provider.data, host, length);
-      } else {
-        std::memcpy(host, mapping->provider.data, length);
-      }
-    }
+    // A root over a file mapping faults if the file was truncated meanwhile.
+    const bool copied = to_device ? copy_surviving_sigbus(mapping->provider.data, host, length)
+                                  : copy_surviving_sigbus(host, mapping->provider.data, length);
     unmap(*mapping);
+    if (!copied) {
+      Diagnostic d = make_error(ROOTSPAN_ERR_IO, operation,
+                                "the bytes of root " + std::to_string(root.id) +
+                                    " could not be read (SIGBUS): the file it maps was truncated");
+      d.requested = root.request(claim.relative_offset() + offset, length);
+      d.resolution = claim.span;
+      return d;
+    }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
   std::uint64_t end = 0;

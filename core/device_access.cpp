@@ -1,4 +1,4 @@
-// Device access (DESIGN 2.6): a strided view of a claim for a kernel launch,
+// Device access (docs/concepts.md): a strided view of a claim for a kernel launch,
 // validated before the provider sees it.
 #include <algorithm>
 #include <cstring>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "access.hpp"
+#include "struct_io.hpp"
 
 namespace rootspan {
 
@@ -24,7 +25,8 @@ bool writes_each_element_once(const rootspan_device_access_request &request) {
     if (request.shape[i] == 0) return true;  // an empty view writes nothing
     if (request.shape[i] > 1) {
       const std::int64_t stride = request.strides[i];
-      const std::uint64_t magnitude = stride < 0 ? ~static_cast<std::uint64_t>(stride) + 1 : static_cast<std::uint64_t>(stride);
+      const std::uint64_t magnitude =
+          stride < 0 ? ~static_cast<std::uint64_t>(stride) + 1 : static_cast<std::uint64_t>(stride);
       dims.emplace_back(magnitude, request.shape[i] - 1);
     }
   }
@@ -74,9 +76,9 @@ Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_re
                                str(root.extent.key.local) + ")"));
   }
   if (request.byte_length > root.extent.length) {
-    return invalid("request of " + str(request.byte_length) + " bytes exceeds the root's extent of " +
-                       str(root.extent.length),
-                   root.extent.length, request.byte_length);
+    return invalid(
+        "request of " + str(request.byte_length) + " bytes exceeds the root's extent of " + str(root.extent.length),
+        root.extent.length, request.byte_length);
   }
   if (request.element_size == 0) return invalid("element size is zero", 1, 0);
   if (request.rank != 0 && (request.shape == nullptr || request.strides == nullptr)) {
@@ -88,24 +90,24 @@ Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_re
   }
   const std::uint64_t elements = std::min(request.byte_length, claim.span.length) / request.element_size;
   if (!layout_fits(request, elements)) {
-    return fail(make_error(ROOTSPAN_ERR_INVALID_REQUEST, "",
-                           "the strided layout reaches past the " + str(elements) +
-                               " elements of the claim and request"));
+    return fail(
+        make_error(ROOTSPAN_ERR_INVALID_REQUEST, "",
+                   "the strided layout reaches past the " + str(elements) + " elements of the claim and request"));
   }
   const rootspan_provider_table &table = root.provider->table();
   if (table.prepare_device_access == nullptr || table.release_device_access == nullptr) {
-    return fail(make_error(ROOTSPAN_ERR_UNSUPPORTED, "",
-                           "provider '" + root.provider->name() + "' has no device access"));
+    return fail(
+        make_error(ROOTSPAN_ERR_UNSUPPORTED, "", "provider '" + root.provider->name() + "' has no device access"));
   }
   std::lock_guard lock(root.mutex);
   if (claim.children != 0) return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split"));
-  rootspan_device_access_request forwarded{};
-  std::memcpy(&forwarded, &request, std::min(request.struct_size, sizeof forwarded));
-  forwarded.struct_size = sizeof forwarded;
+  rootspan_device_access_request forwarded = request;
+  forwarded.struct_size = ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE;
   rootspan_device_access prepared{};
-  prepared.struct_size = sizeof prepared;
+  prepared.struct_size = ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE;
   auto called = root.provider->invoke("prepare_device_access", [&](rootspan_provider_message *m) {
-    return table.prepare_device_access(root.provider->instance(), &root.allocation, claim.span.offset, &forwarded, &prepared, m);
+    return table.prepare_device_access(root.provider->instance(), &root.allocation, claim.span.offset, &forwarded,
+                                       &prepared, m);
   });
   if (!called) return fail(called.error());
   if (prepared.device_ptr == nullptr && request.byte_length != 0) {
@@ -114,9 +116,8 @@ Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_re
     return fail(make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, "",
                            "provider '" + root.provider->name() + "' returned a NULL device pointer"));
   }
-  const std::size_t keep = std::min(access.struct_size, sizeof prepared);
-  prepared.struct_size = access.struct_size;
-  std::memcpy(&access, &prepared, keep);
+  claim.accesses.push_back(prepared);
+  write_struct(&access, prepared);
   ++claim.device_accesses;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
@@ -125,15 +126,18 @@ Result<void> device_access_release(Claim &claim, const rootspan_device_access &a
   Root &root = *claim.root;
   std::lock_guard lock(root.mutex);
   if (claim.device_accesses == 0) {
-    Diagnostic d = make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "release_device_access",
-                              "the claim has no device access to release");
+    Diagnostic d =
+        make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "release_device_access", "the claim has no device access to release");
     return d;
   }
-  rootspan_device_access full{};
-  std::memcpy(&full, &access, std::min(access.struct_size, sizeof full));
-  full.struct_size = sizeof full;
+  const rootspan_device_access full = read_struct(&access);
   const rootspan_provider_table &table = root.provider->table();
-  root.provider->invoke_quietly([&] { table.release_device_access(root.provider->instance(), &root.allocation, &full); });
+  root.provider->invoke_quietly(
+      [&] { table.release_device_access(root.provider->instance(), &root.allocation, &full); });
+  auto kept = std::find_if(claim.accesses.begin(), claim.accesses.end(), [&](const rootspan_device_access &a) {
+    return a.device_ptr == full.device_ptr && a.provider_token == full.provider_token;
+  });
+  claim.accesses.erase(kept != claim.accesses.end() ? kept : claim.accesses.end() - 1);
   --claim.device_accesses;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

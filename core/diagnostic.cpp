@@ -83,4 +83,9 @@ Diagnostic make_error(rootspan_status code, std::string operation, std::string c
   return d;
 }
 
+Diagnostic unknown_enum(const char *argument, const char *type, std::int64_t value) {
+  return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "",
+                    std::string(argument) + " " + std::to_string(value) + " is not a " + type + " value");
+}
+
 }  // namespace rootspan

@@ -1,4 +1,4 @@
-// Diagnostic: the one error type of the core (DESIGN 2.7). Every failure
+// Diagnostic: the one error type of the core (docs/concepts.md). Every failure
 // carries its code, the operation, what was requested, whether and to which
 // span it resolved, and the cause with expected and actual values. The C ABI
 // wraps it in an opaque rootspan_error.
@@ -40,7 +40,7 @@ struct Requested {
   }
 };
 
-// A span: a range bound to one root (DESIGN 2.3).
+// A span: a range bound to one root (docs/concepts.md).
 struct Span {
   std::uint64_t root_id = 0;
   std::uint64_t offset = 0;  // absolute byte offset in the allocation
@@ -70,6 +70,10 @@ const char *status_name(rootspan_status status);
 Diagnostic make_error(rootspan_status code, std::string operation, std::string cause);
 Diagnostic make_error(rootspan_status code, std::string operation, std::string cause, std::uint64_t expected,
                       std::uint64_t actual);
+
+// InvalidArgument for an enum argument outside its enumerators, naming the
+// argument, its type and the value (types.h promises InvalidArgument).
+Diagnostic unknown_enum(const char *argument, const char *type, std::int64_t value);
 
 template <class T>
 using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;

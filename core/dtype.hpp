@@ -1,4 +1,4 @@
-// Element types: sizes, names, and which types may view which (DESIGN 2.5).
+// Element types: sizes, names, and which types may view which (docs/concepts.md).
 #pragma once
 
 #include <cstdint>

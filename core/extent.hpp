@@ -1,4 +1,4 @@
-// Identity and extent rules (DESIGN 2.1): allocation keys, extent validation
+// Identity and extent rules (docs/concepts.md): allocation keys, extent validation
 // in its stated order, and the process-wide root id counter.
 #pragma once
 

@@ -16,6 +16,7 @@
 
 #include "core/trusted_path.hpp"
 #include "rootspan/provider.h"
+#include "weights/strict_json.hpp"
 
 namespace rootspan {
 
@@ -374,12 +375,17 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
                           std::to_string(kMaxNesting) + ", actual " + std::to_string(depth) + ")",
                       kMaxNesting, depth);
   }
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::exception &e) {
-    return file_error(ROOTSPAN_ERR_INVALID_MANIFEST, origin, std::string("not JSON: ") + e.what());
+  // The strict reader the checkpoint files use: a manifest decides which code
+  // is loaded, so two readers must never see two different manifests (a
+  // repeated key, a NUL byte, a byte-order mark are refused).
+  auto strict = weights::parse_strict_json(text, ROOTSPAN_ERR_INVALID_MANIFEST, kOperation, "manifest");
+  if (!strict) {
+    std::string why = strict.error().cause;
+    const std::string subject = "\"manifest\": ";
+    if (why.compare(0, subject.size(), subject) == 0) why.erase(0, subject.size());
+    return file_error(ROOTSPAN_ERR_INVALID_MANIFEST, origin, "not JSON: " + why);
   }
+  json doc = std::move(strict).value();
   if (!doc.is_object()) {
     return file_error(ROOTSPAN_ERR_INVALID_MANIFEST, origin, "expected a JSON object, actual " + json_type(doc));
   }

@@ -1,4 +1,4 @@
-// Manifest: the reader for manifest format v1 (DESIGN 4) and the policies that
+// Manifest: the reader for manifest format v1 (docs/loader-policies.md) and the policies that
 // judge a manifest by its text alone:
 //   L1  the file as a whole: it is JSON, its file_format_version is checked
 //       first (unknown major refused, newer minor read with a note), and

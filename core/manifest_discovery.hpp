@@ -1,4 +1,4 @@
-// Manifest discovery, policy L3 (DESIGN 4): which manifest files a context
+// Manifest discovery, policy L3 (docs/loader-policies.md): which manifest files a context
 // reads, in which order.
 //   1. the paths the caller passes, if any;
 //   2. else ROOTSPAN_MANIFEST, a ':'-separated list, if set and not empty;

@@ -1,4 +1,4 @@
-// Mappings (DESIGN 2.5): host views of a claimed range, validated every time
+// Mappings (docs/concepts.md): host views of a claimed range, validated every time
 // on what the provider returned (L9).
 #include <string>
 
@@ -14,10 +14,7 @@ std::string str(std::uint64_t v) { return std::to_string(v); }
 // The element type rule: typed roots take the same type or its complex/real
 // partner; untyped roots take any whole-byte type whose size divides the span.
 Result<std::uint64_t> element_size_for(const Root &root, rootspan_dtype dtype, std::uint64_t length) {
-  if (!dtype_is_known(dtype)) {
-    return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "", "element type " + str(static_cast<std::uint64_t>(dtype)) +
-                                                           " is not a rootspan_dtype");
-  }
+  if (!dtype_is_known(dtype)) return unknown_enum("dtype", "rootspan_dtype", dtype);
   if (root.dtype != ROOTSPAN_DTYPE_NONE && !dtype_can_view(root.dtype, dtype)) {
     return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
                       std::string("a root of ") + dtype_name(root.dtype) + " cannot be viewed as " + dtype_name(dtype));
@@ -29,8 +26,8 @@ Result<std::uint64_t> element_size_for(const Root &root, rootspan_dtype dtype, s
   }
   if (length % size != 0) {
     return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
-                      "span length " + str(length) + " is not a whole number of " + dtype_name(dtype) + " elements",
-                      0, length % size);
+                      "span length " + str(length) + " is not a whole number of " + dtype_name(dtype) + " elements", 0,
+                      length % size);
   }
   return size;
 }
@@ -44,8 +41,8 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   const std::uint64_t claim_relative = claim.relative_offset();
   std::uint64_t relative = 0;
   std::uint64_t end = 0;
-  const bool overflow = __builtin_add_overflow(claim_relative, offset, &relative) ||
-                        __builtin_add_overflow(offset, length, &end);
+  const bool overflow =
+      __builtin_add_overflow(claim_relative, offset, &relative) || __builtin_add_overflow(offset, length, &end);
   const Requested requested = root.request(overflow ? claim_relative : relative, length);
   auto fail = [&](Diagnostic d) {
     d.operation = operation;
@@ -75,8 +72,8 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
       std::max(size.value(), root.dtype == ROOTSPAN_DTYPE_NONE ? std::uint64_t{1} : dtype_size(root.dtype));
   if (relative % grain != 0 || length % grain != 0) {
     return fail(make_error(ROOTSPAN_ERR_MISALIGNED_OFFSET, "",
-                           "range [" + str(relative) + "," + str(relative + length) +
-                               ") is not element-aligned for " + str(grain) + "-byte elements",
+                           "range [" + str(relative) + "," + str(relative + length) + ") is not element-aligned for " +
+                               str(grain) + "-byte elements",
                            0, relative % grain));
   }
   const rootspan_provider_table &table = root.provider->table();
@@ -91,6 +88,9 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
     return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; map its children instead"));
   }
   const std::uint64_t absolute = claim.span.offset + offset;
+  if (root.backing_check) {
+    if (auto backed = root.backing_check(absolute, length); !backed) return fail(backed.error());
+  }
   rootspan_provider_mapping mapped{};
   mapped.struct_size = sizeof mapped;
   auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
@@ -113,8 +113,8 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   const auto address = reinterpret_cast<std::uintptr_t>(mapped.data);
   if ((mapped.data == nullptr && length != 0) || address % alignment != 0) {
     return undo(make_error(ROOTSPAN_ERR_MISALIGNED, "",
-                           "provider '" + root.provider->name() + "' returned a pointer " +
-                               str(address % alignment) + " bytes past " + str(alignment) + "-byte alignment" +
+                           "provider '" + root.provider->name() + "' returned a pointer " + str(address % alignment) +
+                               " bytes past " + str(alignment) + "-byte alignment" +
                                (mapped.data == nullptr ? " (NULL)" : ""),
                            0, address % alignment));
   }

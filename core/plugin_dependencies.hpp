@@ -1,4 +1,4 @@
-// A plugin's dependencies, policy L4 (DESIGN 4): what the plugin needs from
+// A plugin's dependencies, policy L4 (docs/loader-policies.md): what the plugin needs from
 // the folders it names itself is checked like the plugin, before any of it
 // runs, and loaded through its own checked descriptor.
 //

@@ -1,4 +1,4 @@
-// Plugin file checks, policy L4 (DESIGN 4): everything about a plugin library
+// Plugin file checks, policy L4 (docs/loader-policies.md): everything about a plugin library
 // file is checked before any of its code runs, on one open descriptor:
 //   - the file exists and opens (a bare name is first found in the dynamic
 //     loader's search directories, never in the current directory, L2);

@@ -1,4 +1,4 @@
-// Plugin library loading, policies L5 and L8 (DESIGN 4), and the lookup of the
+// Plugin library loading, policies L5 and L8 (docs/loader-policies.md), and the lookup of the
 // provider entry symbol.
 //   L5  A checked file (L4) is loaded with RTLD_NOW | RTLD_LOCAL through its
 //       open descriptor ("/proc/self/fd/N"), so the bytes checked are the bytes

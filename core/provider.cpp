@@ -43,8 +43,10 @@ Result<std::shared_ptr<Provider>> Provider::start(const rootspan_provider_table 
   const std::uint64_t first = g_next_domain.fetch_add(ROOTSPAN_DOMAINS_PER_PROVIDER);
   for (std::size_t i = 0; i < provider->domains_.size(); ++i) provider->domains_[i] = first + i;
 
-  rootspan_core_services services{};
-  services.struct_size = sizeof services;
+  // The provider may keep the services pointer until shutdown: it lives in
+  // the Provider, as long as the instance does.
+  rootspan_core_services &services = provider->services_;
+  services.struct_size = ROOTSPAN_CORE_SERVICES_STRUCT_SIZE;
   services.core_abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR;
   services.core_abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR;
   services.granted_domains = provider->domains_.data();

@@ -81,6 +81,7 @@ class Provider {
   std::string name_;
   std::string kind_;
   std::array<std::uint64_t, ROOTSPAN_DOMAINS_PER_PROVIDER> domains_{};
+  rootspan_core_services services_{};  // handed to init; valid until shutdown returns
   std::uint64_t device_count_ = 0;
   std::string device_note_;
 };

@@ -1,4 +1,4 @@
-// Which provider and device a request lands on (DESIGN 5, 7): the one home of
+// Which provider and device a request lands on (docs/writing-a-provider.md): the one home of
 // the "auto" rule and of the checks that a named provider and a device ordinal
 // exist. The CLI reaches it through rootspan_provider_choose, loads through it
 // directly, so both always agree.

@@ -1,4 +1,4 @@
-// Loading providers from manifests (DESIGN 4): discovery (L3), reading (L1,
+// Loading providers from manifests (docs/loader-policies.md): discovery (L3), reading (L1,
 // L2), the file checks (L4), loading (L5), negotiation (L6), skip-and-continue
 // (L7) and library lifetime (L8, through the Provider's library reference).
 // Every entry ends as one ProviderReport: loaded, skipped (with the policy and
@@ -46,6 +46,7 @@ Result<void> Context::load_manifest_entry(const ManifestEntry &entry, ProviderRe
   if (!negotiated) return negotiated.error();
   BOOST_OUTCOME_TRY(check_unique_name(negotiated.value().name));
   std::shared_ptr<void> library = loaded.value().library;  // L8: roots keep it loaded
+  std::lock_guard adding(add_mutex_);
   return start_provider(negotiated.value().table, std::move(library), entry.options_json, report);
 }
 
@@ -75,7 +76,7 @@ Result<void> Context::load_manifests(const std::vector<std::string> &paths, bool
       report.manifest = path.string();
       mark(report, ROOTSPAN_PROVIDER_SKIPPED, manifest.error());
       reasons.push_back(report.reason);
-      reports_.push_back(std::move(report));
+      record(std::move(report));
       continue;
     }
     manifests_.push_back(manifest.value().path.string());
@@ -88,14 +89,14 @@ Result<void> Context::load_manifests(const std::vector<std::string> &paths, bool
       report.manifest = manifest.value().path.string();
       mark(report, ROOTSPAN_PROVIDER_SKIPPED, skipped.error);
       reasons.push_back(report.reason);
-      reports_.push_back(std::move(report));
+      record(std::move(report));
     }
     for (const ManifestEntry &entry : manifest.value().entries) {
       ProviderReport report = report_for(entry);
       if (!entry.enabled) {
         report.policy = "L7";
         report.reason = "L7: " + entry.describe() + " is disabled";
-        reports_.push_back(std::move(report));
+        record(std::move(report));
         continue;
       }
       auto loaded = load_manifest_entry(entry, report);  // L7: a failure skips this entry only
@@ -109,11 +110,11 @@ Result<void> Context::load_manifests(const std::vector<std::string> &paths, bool
         }
         mark(report, failed ? ROOTSPAN_PROVIDER_FAILED : ROOTSPAN_PROVIDER_SKIPPED, why);
         reasons.push_back(report.reason);
-        reports_.push_back(std::move(report));
+        record(std::move(report));
       }
     }
   }
-  if (providers_.empty() && !reasons.empty()) {
+  if (providers().empty() && !reasons.empty()) {
     std::string all;
     for (const std::string &r : reasons) all += "\n  " + r;
     Diagnostic d = make_error(ROOTSPAN_ERR_NO_PROVIDER, "load_manifest",

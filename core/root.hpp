@@ -1,8 +1,9 @@
 // Root: one provider allocation, uniquely owned, validated at import
-// (DESIGN 2.1, 2.2, L9). Everything that touches its bytes locks `mutex`, and
+// (docs/concepts.md, L9). Everything that touches its bytes locks `mutex`, and
 // only it: roots never share a lock on the claim path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -22,6 +23,11 @@ struct Root {
   Extent extent;
   rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;
   bool read_only = false;
+
+  // For a root over a file mapping: fails (Io) when the file no longer
+  // covers [offset, offset + length) of the allocation. Checked before each
+  // mapping, so that a truncated file refuses a mapping instead of faulting.
+  std::function<Result<void>(std::uint64_t offset, std::uint64_t length)> backing_check;
 
   mutable std::mutex mutex;
   ClaimBook claims;  // guarded by mutex

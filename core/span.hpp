@@ -1,4 +1,4 @@
-// Span derivation (DESIGN 2.3): a range relative to a root becomes a span
+// Span derivation (docs/concepts.md): a range relative to a root becomes a span
 // bound to that root, with its derived alignment.
 #pragma once
 

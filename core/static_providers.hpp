@@ -1,4 +1,4 @@
-// Static plugins (DESIGN 3.3): providers compiled into the library register
+// Static plugins (docs/c-api.md): providers compiled into the library register
 // the same entry function a plugin library exports.
 #pragma once
 

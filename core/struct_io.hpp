@@ -1,29 +1,132 @@
-// Reading and writing the versioned structs of the C ABI (DESIGN 3.1): the
-// reader uses only the fields inside the size the writer set. Header-only, so
-// that the core and the provider plugins share it.
+// Reading and writing the versioned structs of the C ABI: the
+// reader uses only the fields inside the size the writer set, and a size
+// below the struct's first published version, or one that ends inside a
+// field, is refused. provider.h's helpers do the same copying for plugins;
+// the core also knows each struct's name and every size it was published at,
+// so it can tell an older caller's struct (by the end of its last field, or
+// its sizeof) from a size that cuts a field.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include "core/diagnostic.hpp"
+#include "rootspan/rootspan.h"
+#include "rootspan/weights.h"
 
 namespace rootspan {
 
-// Copies a struct into a zeroed full-size one: fields the writer's (older)
-// header did not have read as zero.
+// A struct's name, its newest size, and every size it was ever published at
+// (the end of each version's last field, oldest first).
+template <class T>
+struct StructVersions;
+
+#define ROOTSPAN_STRUCT_VERSIONS(type, NAME, ...)                      \
+  template <>                                                          \
+  struct StructVersions<type> {                                        \
+    static constexpr const char *name = #type;                         \
+    static constexpr std::size_t size = ROOTSPAN_##NAME##_STRUCT_SIZE; \
+    static constexpr std::size_t published[] = {__VA_ARGS__};          \
+  }
+
+// First published in 0.1.0 (provider ABI 1.1): one version each so far. A
+// field appended later adds its struct's new size to the list.
+ROOTSPAN_STRUCT_VERSIONS(rootspan_requested, REQUESTED, ROOTSPAN_STRUCT_END(rootspan_requested, length));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_span, SPAN, ROOTSPAN_STRUCT_END(rootspan_span, alignment));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_context_options, CONTEXT_OPTIONS,
+                         ROOTSPAN_STRUCT_END(rootspan_context_options, discover_manifests));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_provider_report, PROVIDER_REPORT,
+                         ROOTSPAN_STRUCT_END(rootspan_provider_report, code));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_root_info, ROOT_INFO, ROOTSPAN_STRUCT_END(rootspan_root_info, provider));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_allocate_options, ALLOCATE_OPTIONS,
+                         ROOTSPAN_STRUCT_END(rootspan_allocate_options, dtype));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_host_import, HOST_IMPORT, ROOTSPAN_STRUCT_END(rootspan_host_import, deleter_context));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_info, DEVICE_INFO,
+                         ROOTSPAN_STRUCT_END(rootspan_device_info, free_memory_bytes));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access_request, DEVICE_ACCESS_REQUEST,
+                         ROOTSPAN_STRUCT_END(rootspan_device_access_request, strides));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS,
+                         ROOTSPAN_STRUCT_END(rootspan_device_access, provider_token));
+// 0.2.0 appended tensors, tensor_count and revision to the load options,
+// and the component's layout (read_only ... shape) to the component info;
+// tensor-parallel loading then appended rank ... split_rule_count.
+ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
+                         ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
+                         ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
+                         ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO,
+                         ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy),
+                         ROOTSPAN_STRUCT_END(rootspan_component_info, shape));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS,
+                         ROOTSPAN_STRUCT_END(rootspan_inspect_options, revision));
+
+#undef ROOTSPAN_STRUCT_VERSIONS
+
+// The end of the published version a struct_size names, or 0 when it names
+// none. A caller of an older version may have set struct_size to the end of
+// its last field or to sizeof its struct (that end rounded up to the
+// struct's alignment): both name that version.
+template <class T>
+constexpr std::size_t published_end(std::size_t size) {
+  for (std::size_t end : StructVersions<T>::published) {
+    const std::size_t padded = (end + alignof(T) - 1) / alignof(T) * alignof(T);
+    if (size == end || size == padded) return end;
+  }
+  return 0;
+}
+
+// How many bytes of a checked struct belong to fields both sides know.
+template <class T>
+std::size_t known_bytes(std::size_t size) {
+  return size >= StructVersions<T>::size ? StructVersions<T>::size : published_end<T>(size);
+}
+
+// Why a struct_size cannot be read (InvalidArgument naming the struct, the
+// expected and the actual size), or nothing when it can: a size is one the
+// struct was published at, or at least its newest size (a newer writer).
+template <class T>
+std::optional<Diagnostic> struct_size_error(const void *p, const char *operation, const char *argument) {
+  using V = StructVersions<T>;
+  if (p == nullptr) {
+    return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, std::string(argument) + " (" + V::name + ") is NULL");
+  }
+  const std::size_t size = rootspan_struct_size_of(p);
+  if (size >= V::size || published_end<T>(size) != 0) return std::nullopt;
+  const std::size_t oldest = V::published[0];
+  const std::string why = size < oldest ? "is below its first published size" : "ends inside a field";
+  return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+                    std::string(argument) + ".struct_size " + std::to_string(size) + " " + why + " (" + V::name +
+                        ": expected " + std::to_string(V::size) + ", actual " + std::to_string(size) + ")",
+                    V::size, size);
+}
+
+template <class T>
+bool struct_size_ok(const T *p) {
+  return !struct_size_error<T>(p, "", "");
+}
+
+// A full copy of a struct the caller wrote; fields past its size read as zero.
+// The size must have been checked.
 template <class T>
 T read_struct(const T *in) {
   T out{};
-  std::memcpy(&out, in, std::min(in->struct_size, sizeof(T)));
-  out.struct_size = sizeof(T);
+  std::memcpy(&out, in, known_bytes<T>(rootspan_struct_size_of(in)));
+  out.struct_size = StructVersions<T>::size;
   return out;
 }
 
-// Writes a full-size struct into the reader's, up to the size the reader set.
+// Writes a full struct into the caller's, up to the fields of the version the
+// caller's struct_size names; its struct_size is kept.
 template <class T>
-void write_struct(T *out, T value) {
-  value.struct_size = out->struct_size;
-  std::memcpy(out, &value, std::min(out->struct_size, sizeof(T)));
+void write_struct(T *out, const T &value) {
+  const std::size_t n = known_bytes<T>(rootspan_struct_size_of(out));
+  if (n > sizeof(std::size_t)) {
+    std::memcpy(reinterpret_cast<char *>(out) + sizeof(std::size_t),
+                reinterpret_cast<const char *>(&value) + sizeof(std::size_t), n - sizeof(std::size_t));
+  }
 }
 
 }  // namespace rootspan

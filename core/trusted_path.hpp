@@ -1,4 +1,4 @@
-// The trust rule (DESIGN 4, L3 and L4): the one place that decides whether a
+// The trust rule (docs/loader-policies.md, L3 and L4): the one place that decides whether a
 // file the loader reads or runs (a plugin, a plugin's dependency, a manifest)
 // or a folder it searches (manifest.d, a RUNPATH folder) can be trusted.
 //

@@ -48,6 +48,8 @@ ExitStatus exit_status_for(rootspan_status code) {
     case ROOTSPAN_ERR_INVALID_PAYLOAD:
     case ROOTSPAN_ERR_IO:         // a file that cannot be read is input the user must fix
     case ROOTSPAN_ERR_NOT_FOUND:  // a name the user gave (provider, device, tensor pattern) that does not exist
+    // The program passes the library only what the user gave: a bad rank, world or split.
+    case ROOTSPAN_ERR_INVALID_ARGUMENT:
       return kInvalidInput;
     default:
       return kFailure;

@@ -1,15 +1,18 @@
-// What every rootspan subcommand shares (DESIGN 7): the exit statuses, the
+// What every rootspan subcommand shares (docs/cli.md): the exit statuses, the
 // provider options (--manifest, --no-static), and error output as text or as
 // {"error": {...}} JSON.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "rootspan/rootspan.h"
+#include "rootspan/weights.h"
 
 namespace rootspan::cli {
 
@@ -54,9 +57,29 @@ rootspan_status open_context(const ProviderOptions &options, ContextPtr &context
 // Writes one JSON document on stdout.
 void print_json(const nlohmann::json &document);
 
+// --rank R, --world W and --split PATTERN=DIM (repeatable), shared by
+// `plan` and `load` (plan_command.cpp).
+struct SliceArgs {
+  bool given = false;        // any of the three
+  bool world_given = false;  // --world itself (0 included, which the library refuses)
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 0;
+  std::vector<std::pair<std::string, std::int32_t>> rules;
+};
+bool is_slice_option(const std::string &option);
+// Takes one of them with its value (nullptr: none followed); returns what is
+// wrong, or "".
+std::string take_slice_option(const std::string &option, const std::string *value, SliceArgs &out);
+// "" when the slicing options go together (--world given when any is).
+std::string check_slice_args(const SliceArgs &slice);
+// Points options at the slicing; `storage` keeps the rules for the call.
+void apply_slice_args(const SliceArgs &slice, std::vector<rootspan_split_rule> &storage,
+                      rootspan_load_options &options);
+
 int run_version(std::vector<std::string> args);
 int run_providers(std::vector<std::string> args);
 int run_inspect(std::vector<std::string> args);
 int run_load(std::vector<std::string> args);
+int run_plan(std::vector<std::string> args);
 
 }  // namespace rootspan::cli

@@ -1,6 +1,6 @@
 // `rootspan inspect PATH`: a checkpoint's shards, tensors and the validation
 // verdict, and with --schema the verdict on a schema too, loading nothing
-// (DESIGN 7).
+// (docs/cli.md).
 #include <cstdio>
 #include <optional>
 

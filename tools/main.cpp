@@ -1,4 +1,4 @@
-// The rootspan program (DESIGN 7): one subcommand per file.
+// The rootspan program (docs/cli.md): one subcommand per file.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -18,9 +18,13 @@ void print_help() {
       "  inspect PATH [--schema FILE] [--revision REV]\n"
       "                              a checkpoint's shards, tensors and validation verdict (of the schema too)\n"
       "  load PATH [--schema FILE] [--tensors PATTERN]... [--revision REV] [--provider NAME|auto] [--device N]\n"
-      "       [--strategy mmap|read] [--verify]\n"
+      "       [--strategy mmap|read] [--verify] [--rank R --world W --split PATTERN=DIM...]\n"
       "                              load every component (or those whose id matches a PATTERN) into provider\n"
-      "                              memory\n"
+      "                              memory (with --world, only rank R's slice; reports the bytes read)\n"
+      "  plan PATH --rank R --world W [--split PATTERN=DIM]... [--schema FILE] [--tensors PATTERN]...\n"
+      "                              the byte ranges rank R of W reads for each component, reading no tensor\n"
+      "                              data; DIM -1 replicates; a component no PATTERN matches is replicated;\n"
+      "                              uneven splits give the first n %% W ranks one more (torch.tensor_split)\n"
       "\n"
       "PATH is a .safetensors file, a folder, an index file (model.safetensors.index.json), or a Hugging Face\n"
       "cache repository folder (models--org--name; --revision picks a snapshot, default refs/main).\n"
@@ -48,6 +52,7 @@ int main(int argc, char **argv) {
   if (command == "providers") return run_providers(std::move(args));
   if (command == "inspect") return run_inspect(std::move(args));
   if (command == "load") return run_load(std::move(args));
+  if (command == "plan") return run_plan(std::move(args));
   std::fprintf(stderr, "rootspan: unknown command '%s' (see rootspan --help)\n", command.c_str());
   return kUsage;
 }

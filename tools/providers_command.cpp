@@ -1,4 +1,4 @@
-// `rootspan providers`: the discovery report (DESIGN 4, 7).
+// `rootspan providers`: the discovery report (docs/loader-policies.md).
 #include <cstdio>
 
 #include "command.hpp"
@@ -106,9 +106,8 @@ int run_providers(std::vector<std::string> args) {
                 " MiB)";
     }
     if (!p["reason"].is_null()) {
-      detail += (detail.empty() ? "" : "; ") +
-                (p["policy"].is_null() ? std::string() : p["policy"].get<std::string>() + ": ") +
-                p["reason"].get<std::string>();
+      // The reason is the whole diagnostic: it names its policy already.
+      detail += (detail.empty() ? "" : "; ") + p["reason"].get<std::string>();
     }
     std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", shown(p["name"]).c_str(), shown(p["kind"]).c_str(),
                 p["origin"].get<std::string>().c_str(), p["status"].get<std::string>().c_str(), abi.c_str(),

@@ -1,5 +1,5 @@
 // Checkpoint: one safetensors file, or a folder of shards tied together by
-// model.safetensors.index.json (DESIGN 6.2), wherever users keep them: a
+// model.safetensors.index.json (docs/weight-schema.md), wherever users keep them: a
 // file, a folder, the index file itself, or a Hugging Face cache repository.
 // Opening reads headers only and cross-checks the index against the shards
 // both ways, so that afterwards every tensor name resolves to exactly one

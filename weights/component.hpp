@@ -1,4 +1,4 @@
-// ComponentSpec: one weight component of a component schema (DESIGN 6.3) —
+// ComponentSpec: one weight component of a component schema (docs/weight-schema.md) —
 // its id, role, ordered source tensors, dimensions and encoding — and the
 // physical byte count everything downstream checks against.
 #pragma once

@@ -1,4 +1,4 @@
-// The safetensors element types, their bit widths (DESIGN 6.2) and the
+// The safetensors element types, their bit widths (docs/weight-schema.md) and the
 // rootspan_dtype each one is. Checkpoint headers and component schemas both
 // name element types this way, so there is one table for both.
 #pragma once
@@ -18,7 +18,7 @@ struct SafetensorsDtype {
   std::uint32_t bits;     // 4 for F4, 6 for F6_*: not always whole bytes
 };
 
-// All twenty safetensors dtypes, in the order of DESIGN 6.2.
+// All twenty safetensors dtypes, in the order of docs/weight-schema.md.
 std::span<const SafetensorsDtype> safetensors_dtypes();
 
 // The entry for a safetensors dtype name (case-sensitive), or nullopt.

@@ -1,4 +1,4 @@
-// A Hugging Face cache repository folder, `models--org--name` (DESIGN 6.2):
+// A Hugging Face cache repository folder, `models--org--name` (docs/weight-schema.md):
 // `snapshots/<commit>/` holds one folder per downloaded revision, its files
 // symbolic links into `blobs/`, and `refs/<branch>` holds the commit a branch
 // or tag stands for. Here a repository folder and a revision become the

@@ -1,5 +1,5 @@
 // The description of a validated checkpoint that `rootspan inspect` prints
-// (DESIGN 7): shards, metadata and every tensor with its file and offset.
+// (docs/cli.md): shards, metadata and every tensor with its file and offset.
 #pragma once
 
 #include <nlohmann/json.hpp>

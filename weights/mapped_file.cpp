@@ -1,6 +1,9 @@
 #include "weights/mapped_file.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -11,11 +14,27 @@
 
 namespace rootspan::weights {
 
-MappedFile::MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size)
-    : path_(std::move(path)), data_(data), size_(size) {}
+MappedFile::MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size, int fd)
+    : path_(std::move(path)), fd_(fd), data_(data), size_(size) {}
 
 MappedFile::~MappedFile() {
   if (size_ != 0) ::munmap(const_cast<std::byte *>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<void> MappedFile::check_covers(std::uint64_t end) const {
+  struct stat now {};
+  if (fd_ < 0 || ::fstat(fd_, &now) != 0) {
+    return make_error(ROOTSPAN_ERR_IO, "map_file", quoted_text(path_.string()) + ": cannot measure the mapped file");
+  }
+  const auto size = static_cast<std::uint64_t>(now.st_size);
+  if (size < end) {
+    return make_error(ROOTSPAN_ERR_IO, "map_file",
+                      quoted_text(path_.string()) + ": the file was truncated to " + std::to_string(size) +
+                          " bytes after it was mapped; reading its bytes up to " + std::to_string(end) + " would fault",
+                      end, size);
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::filesystem::path &path,
@@ -37,7 +56,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file,
                           std::to_string(*expected_size) + " bytes, found " + std::to_string(size),
                       *expected_size, size);
   }
-  if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0));
+  if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, -1));
   void *data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (data == MAP_FAILED) {
     const int error = errno;
@@ -45,8 +64,9 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file,
         ROOTSPAN_ERR_IO, "map_file",
         quoted_text(path.string()) + ": cannot map " + std::to_string(size) + " bytes: " + std::strerror(error));
   }
-  // The mapping keeps the file's pages after the descriptor closes.
-  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const std::byte *>(data), size));
+  // A duplicate descriptor stays open to measure the file later.
+  const int kept = ::fcntl(file.fd(), F_DUPFD_CLOEXEC, 0);
+  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const std::byte *>(data), size, kept));
 }
 
 }  // namespace rootspan::weights

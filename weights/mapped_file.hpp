@@ -1,5 +1,5 @@
 // MappedFile: stable host memory that is a read-only, private mmap of a whole
-// checkpoint file (DESIGN 6.1). Mapping is nearly free and makes zero-copy host
+// checkpoint file (docs/weight-schema.md). Mapping is nearly free and makes zero-copy host
 // roots possible; the cost is that a file truncated under the mapping turns a
 // read into SIGBUS, so the size is checked at open (against the size seen when
 // the header was validated, when given) and ReadFile is offered where the file
@@ -39,10 +39,17 @@ class MappedFile final : public StableHostMemory {
   std::span<const std::byte> stable_bytes() const noexcept override { return {data_, size_}; }
   const std::filesystem::path &path() const noexcept { return path_; }
 
+  // ROOTSPAN_ERR_IO (expected: `end`, actual: the file's size now) when the
+  // mapped file no longer reaches byte `end`: reading the mapping there would
+  // raise SIGBUS. A file rewritten in place (same size) passes: the mapping
+  // then shows its new bytes.
+  Result<void> check_covers(std::uint64_t end) const;
+
  private:
-  MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size);
+  MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size, int fd);
 
   std::filesystem::path path_;
+  int fd_ = -1;  // kept open to measure the mapped file, not whatever the path names now
   const std::byte *data_ = nullptr;
   std::size_t size_ = 0;
 };

@@ -29,7 +29,7 @@ Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
   return d;
 }
 
-// Names the tensor a failed read was for (DESIGN 6.5: component, tensor, file).
+// Names the tensor a failed read was for (docs/weight-schema.md: component, tensor, file).
 Diagnostic error_in(const Segment &segment, Diagnostic d) {
   d.cause = "tensor \"" + segment.source() + "\": " + d.cause;
   return d;
@@ -205,6 +205,13 @@ class LoadRun {
     import.dtype = dtype;
     import.read_only = true;
     // The root keeps the file mapping alive through its own region reference.
+    // A mapping of the root first checks that the file still covers it.
+    if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
+      const std::uint64_t start = region.offset();
+      import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
+        return file->check_covers(start + offset + length);
+      };
+    }
     auto *keep = new RetainedRegion(region);
     import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
                      address_alignment(data), [](void *context, void *) { delete static_cast<RetainedRegion *>(context); },

@@ -1,4 +1,4 @@
-// Materialization (DESIGN 6.5): validated component payloads become roots of
+// Materialization (docs/weight-schema.md): validated component payloads become roots of
 // one provider. On the host, a single-segment component whose bytes meet the
 // required alignment becomes a read-only root over its retained file region
 // (zero-copy); otherwise one root is allocated and its segments are read into

@@ -1,5 +1,5 @@
 // ComponentPayload: the validated physical bytes of one weight component, as
-// ordered segments (DESIGN 6.4). It can only be made by checking it against
+// ordered segments (docs/weight-schema.md). It can only be made by checking it against
 // its component: names equal and in order, one portable source file per name,
 // dimensions equal, element type equal, no empty segment, and a total equal
 // to the physical bytes. Materialization trusts nothing else.

@@ -1,4 +1,4 @@
-// Portable relative file names inside a checkpoint folder (DESIGN 6.2). Shard
+// Portable relative file names inside a checkpoint folder (docs/weight-schema.md). Shard
 // names come from the index file, which is data, not something the user
 // typed: a name must not reach outside the checkpoint, neither by its text
 // ("/etc/passwd", "../x", "C:x", "a\\b") nor through a symbolic link that

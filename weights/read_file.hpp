@@ -1,5 +1,5 @@
 // ReadFile: stable host memory that is a private copy of a whole file, read
-// with pread into a buffer it owns (DESIGN 6.1). For network file systems and
+// with pread into a buffer it owns (docs/weight-schema.md). For network file systems and
 // files the user does not control: once read, a truncated or rewritten file
 // cannot fault the process, and the bytes validated are the bytes used.
 #pragma once

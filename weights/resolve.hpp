@@ -1,7 +1,7 @@
 // Resolving a component schema against a checkpoint: each component's source
 // tensors are found in their shards, checked against the component (element
 // type, shapes, sizes) and turned into a validated ComponentPayload of file
-// segments (DESIGN 6.3, 6.4). No tensor data is read here.
+// segments (docs/weight-schema.md). No tensor data is read here.
 #pragma once
 
 #include <optional>

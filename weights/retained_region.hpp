@@ -1,5 +1,5 @@
 // RetainedRegion: a bounds-checked subrange of stable host memory that keeps
-// its owner alive (DESIGN 6.1). It is what a zero-copy read-only host root
+// its owner alive (docs/weight-schema.md). It is what a zero-copy read-only host root
 // holds on to: the file mapping lives as long as any region of it does, even
 // after the checkpoint, the payload and the loader are gone.
 #pragma once
@@ -47,7 +47,7 @@ class RetainedRegion {
 };
 
 // Proves that `region` carries the very bytes that were validated: the same
-// address and the same length (DESIGN 6.4), so a backend cannot retain a
+// address and the same length (docs/weight-schema.md), so a backend cannot retain a
 // different range, or a different copy, than the one checked against the
 // schema. Fails with ROOTSPAN_ERR_INVALID_PAYLOAD, operation "load_component";
 // `what` names the segment or payload in the cause.

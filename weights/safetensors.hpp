@@ -1,4 +1,4 @@
-// The safetensors reader (DESIGN 6.2): the 8-byte header length, the JSON
+// The safetensors reader (docs/weight-schema.md): the 8-byte header length, the JSON
 // header, and every rule that makes the tensors tile the data section
 // exactly. It reads the header only: opening a checkpoint costs time in its
 // header size, never its data size, and nothing is allocated for a header

@@ -1,4 +1,4 @@
-// ComponentSchema: the component schema file (DESIGN 6.3, JSON Schema in
+// ComponentSchema: the component schema file (docs/weight-schema.md, JSON Schema in
 // config/weight-schema.schema.json), and the default schema that stands in
 // for it when a checkpoint comes without one.
 #pragma once

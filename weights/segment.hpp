@@ -1,5 +1,5 @@
 // Segment: one ordered piece of a weight component's bytes — the bytes of one
-// source tensor, as a range of its shard file (DESIGN 6.4). A packed
+// source tensor, as a range of its shard file (docs/weight-schema.md). A packed
 // component is a list of them, never an aggregate copy. When a segment also
 // carries host bytes (from a mapping or a read buffer) and the region that
 // keeps them alive, the region must be those very bytes.

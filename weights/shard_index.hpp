@@ -1,5 +1,5 @@
-// The index of a sharded checkpoint, model.safetensors.index.json (DESIGN
-// 6.2): which shard file holds each tensor. Parsed here on its own; the
+// The index of a sharded checkpoint, model.safetensors.index.json
+// (docs/weight-schema.md): which shard file holds each tensor. Parsed here on its own; the
 // cross-checks against the shards' headers are the Checkpoint's.
 #pragma once
 

@@ -1,5 +1,5 @@
 // StableHostMemory: an owner of host bytes whose address, length and contents
-// stay fixed for the owner's whole life (DESIGN 6.1). Retained regions and
+// stay fixed for the owner's whole life (docs/weight-schema.md). Retained regions and
 // zero-copy host roots point straight into these bytes after everything else
 // that knew about them is gone, so an implementation must never move, resize
 // or write them while it lives.

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <new>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -13,27 +12,149 @@ namespace rootspan::weights {
 
 namespace {
 
-// Thrown from the parser callback to stop parsing at the first violation.
-struct StrictJsonViolation {
-  std::string cause;
-};
+using json = nlohmann::json;
 
-struct ObjectFrame {
-  std::set<std::string, std::less<>> keys;
-  std::string last_key;
-};
+// Builds the document from nlohmann's SAX events, refusing a key its object
+// already holds and nesting past kMaxJsonDepth. Each key is one insert into
+// its object's map (logarithmic, no rescan of a parent when a child closes,
+// unlike nlohmann's callback parser), so parsing stays linear-ish in the
+// text even for hostile headers of many small objects.
+class StrictDomBuilder {
+ public:
+  StrictDomBuilder(json &root, const JsonLimits &limits)
+      : root_(root), limits_(limits), why_(limits.why.empty() ? std::string() : " (" + limits.why + ")") {}
 
-// "the top-level object" or "the object at "a"."b"" (keys of the enclosing
-// objects; arrays in between are not numbered).
-std::string object_path(const std::vector<ObjectFrame> &objects) {
-  if (objects.size() <= 1) return "the top-level object";
-  std::string path = "the object at ";
-  for (std::size_t i = 0; i + 1 < objects.size(); ++i) {
-    if (i != 0) path += '.';
-    path += quoted_text(objects[i].last_key);
+  // Why parsing stopped, when the handler stopped it.
+  const std::string &violation() const { return violation_; }
+  // nlohmann's own syntax error, when there was one.
+  const std::string &syntax_error() const { return syntax_error_; }
+
+  bool null() { return room() && place(json(nullptr)); }
+  bool boolean(bool value) { return room() && place(json(value)); }
+  bool number_integer(json::number_integer_t value) { return room() && place(json(value)); }
+  bool number_unsigned(json::number_unsigned_t value) { return room() && place(json(value)); }
+  bool number_float(json::number_float_t value, const json::string_t &) { return room() && place(json(value)); }
+  bool string(json::string_t &value) { return room() && place(json(std::move(value))); }
+  bool binary(json::binary_t &value) { return room() && place(json(json::binary_t(std::move(value)))); }
+
+  bool start_object(std::size_t) {
+    if (!room() || !enter()) return false;
+    json *object = place_container(json::value_t::object);
+    open_.push_back({object, {}});
+    return true;
   }
-  return path;
-}
+  bool key(json::string_t &key) {
+    Open &object = open_.back();
+    auto [slot, inserted] = object.value->get_ref<json::object_t &>().try_emplace(key);
+    if (!inserted) {
+      violation_ = "duplicate key " + quoted_text(key) + " in " + object_path();
+      return false;
+    }
+    if (object.value->size() > limits_.max_object_members) {
+      violation_ = object_path() + " has more than " + std::to_string(limits_.max_object_members) + " members" + why_;
+      return false;
+    }
+    object.key = std::move(key);
+    pending_ = &slot->second;
+    return true;
+  }
+  bool end_object() { return leave(); }
+
+  bool start_array(std::size_t) {
+    if (!room() || !enter()) return false;
+    json *array = place_container(json::value_t::array);
+    open_.push_back({array, {}});
+    return true;
+  }
+  bool end_array() { return leave(); }
+
+  bool parse_error(std::size_t, const std::string &, const json::exception &error) {
+    syntax_error_ = error.what();
+    return false;
+  }
+
+ private:
+  // An open object or array, and for an object the key being read.
+  struct Open {
+    json *value;
+    std::string key;
+  };
+
+  bool enter() {
+    if (open_.size() + 1 > kMaxJsonDepth) {
+      violation_ = "JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+      return false;
+    }
+    return true;
+  }
+  // False, with the violation, when the open array is already as long as
+  // the limits allow: checked before an element is added, so a hostile
+  // array never grows past the limit.
+  bool room() {
+    if (open_.empty() || !open_.back().value->is_array()) return true;
+    if (open_.back().value->size() < limits_.max_array_elements) return true;
+    violation_ = array_path() + " has more than " + std::to_string(limits_.max_array_elements) + " elements" + why_;
+    return false;
+  }
+
+  // "the top-level array" or "the array at "t"."shape"".
+  std::string array_path() const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      if (!open_[i].value->is_object()) continue;
+      path += (path.empty() ? "" : ".") + quoted_text(open_[i].key);
+    }
+    return path.empty() ? "the top-level array" : "the array at " + path;
+  }
+
+  bool leave() {
+    open_.pop_back();
+    return true;
+  }
+
+  // Where a value goes: the document itself, the slot of the key just read,
+  // or the end of the open array.
+  json *target() {
+    if (open_.empty()) return &root_;
+    if (open_.back().value->is_object()) return pending_;
+    auto &array = open_.back().value->get_ref<json::array_t &>();
+    array.emplace_back();
+    return &array.back();
+  }
+  bool place(json &&value) {
+    *target() = std::move(value);
+    return true;
+  }
+  json *place_container(json::value_t type) {
+    json *slot = target();
+    *slot = json(type);
+    return slot;
+  }
+
+  // "the top-level object" or "the object at "a"."b"" (keys of the enclosing
+  // objects; arrays in between are not numbered).
+  std::string object_path() const {
+    std::vector<const std::string *> keys;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      if (open_[i].value->is_object()) keys.push_back(&open_[i].key);
+    }
+    if (keys.empty()) return "the top-level object";
+    std::string path = "the object at ";
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (i != 0) path += '.';
+      path += quoted_text(*keys[i]);
+    }
+    return path;
+  }
+
+  json &root_;
+  const JsonLimits &limits_;
+  const std::string why_;
+  std::vector<Open> open_;
+  json *pending_ = nullptr;
+  std::string violation_;
+  std::string syntax_error_;
+};
 
 }  // namespace
 
@@ -58,69 +179,18 @@ Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status 
     return make_error(code, std::move(operation), prefix + "NUL byte at offset " + std::to_string(nul));
   }
 
-  // Objects being parsed, innermost last; `depth` counts arrays too.
-  std::vector<ObjectFrame> objects;
-  std::size_t depth = 0;
-  // Elements so far of each array being parsed, innermost last; `in_array`
-  // says whether the innermost container is an array.
-  std::vector<std::size_t> arrays;
-  std::vector<bool> in_array;
-  const std::string why = limits.why.empty() ? std::string() : " (" + limits.why + ")";
-  auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) -> bool {
-    using Event = nlohmann::json::parse_event_t;
-    const bool element = event == Event::value || event == Event::object_start || event == Event::array_start;
-    if (element && !in_array.empty() && in_array.back() && ++arrays.back() > limits.max_array_elements) {
-      throw StrictJsonViolation{"an array in " + object_path(objects) + " has more than " +
-                                std::to_string(limits.max_array_elements) + " elements" + why};
-    }
-    if (event == Event::object_start || event == Event::array_start) in_array.push_back(event == Event::array_start);
-    if (event == Event::array_start) arrays.push_back(0);
-    if (event == Event::object_end || event == Event::array_end) in_array.pop_back();
-    if (event == Event::array_end) arrays.pop_back();
-    switch (event) {
-      case Event::object_start:
-      case Event::array_start:
-        if (++depth > kMaxJsonDepth) {
-          throw StrictJsonViolation{"JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
-        }
-        if (event == Event::object_start) objects.emplace_back();
-        break;
-      case Event::object_end:
-        --depth;
-        objects.pop_back();
-        break;
-      case Event::array_end:
-        --depth;
-        break;
-      case Event::key: {
-        ObjectFrame &frame = objects.back();
-        const auto &key = parsed.get_ref<const std::string &>();
-        if (!frame.keys.insert(key).second) {
-          throw StrictJsonViolation{"duplicate key " + quoted_text(key) + " in " + object_path(objects)};
-        }
-        if (frame.keys.size() > limits.max_object_members) {
-          throw StrictJsonViolation{object_path(objects) + " has more than " +
-                                    std::to_string(limits.max_object_members) + " members" + why};
-        }
-        frame.last_key = key;
-        break;
-      }
-      case Event::value:
-        break;
-    }
-    return true;
-  };
-
+  json document;
+  StrictDomBuilder builder(document, limits);
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                                 /*ignore_comments=*/false);
-  } catch (const StrictJsonViolation &violation) {
-    return make_error(code, std::move(operation), prefix + violation.cause);
-  } catch (const nlohmann::json::exception &error) {
-    return make_error(code, std::move(operation), prefix + "not valid JSON: " + error.what());
+    if (json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true,
+                        /*ignore_comments=*/false)) {
+      return document;
+    }
   } catch (const std::bad_alloc &) {
     return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, std::move(operation), prefix + "out of memory parsing JSON");
   }
+  if (!builder.violation().empty()) return make_error(code, std::move(operation), prefix + builder.violation());
+  return make_error(code, std::move(operation), prefix + "not valid JSON: " + builder.syntax_error());
 }
 
 }  // namespace rootspan::weights

@@ -34,9 +34,9 @@ struct JsonLimits {
 };
 
 // Parses `text` as one JSON document; whitespace before and after it is
-// allowed. An array or object longer than `limits` allows is refused. On failure returns `code`/`operation` with the
-// cause
-// "<subject>: <why>", e.g. "model.safetensors: duplicate key "w" in the
+// allowed. An array or object longer than `limits` allows is refused. On
+// failure returns `code`/`operation` with the cause "<subject>: <why>",
+// e.g. "model.safetensors: duplicate key "w" in the
 // object at "layers.0"".
 Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status code, std::string operation,
                                          std::string_view subject, const JsonLimits &limits = {});

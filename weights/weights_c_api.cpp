@@ -13,6 +13,7 @@
 #include "weights/component_selection.hpp"
 #include "weights/inspect.hpp"
 #include "weights/materialize.hpp"
+#include "weights/read_plan.hpp"
 #include "weights/schema.hpp"
 
 struct rootspan_weights {
@@ -96,6 +97,32 @@ Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o)
   return patterns;
 }
 
+// The slicing of options (rank, world size, split rules); NULL rules with a
+// count, a NULL rule pattern or a short rule struct_size is the caller's
+// mistake.
+Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
+  if (o.split_rule_count != 0 && o.split_rules == nullptr) {
+    return rootspan::make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
+  }
+  weights::ShardSpec spec{o.rank, o.world_size, {}};
+  for (std::size_t i = 0; i < o.split_rule_count; ++i) {
+    const rootspan_split_rule &given = o.split_rules[i];
+    if (given.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) + "].struct_size is too small",
+                                  ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, given.struct_size);
+    }
+    if (given.pattern == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) + "].pattern is NULL");
+    }
+    spec.rules.push_back({given.pattern, given.dimension});
+  }
+  return spec;
+}
+
 // The schema a load or an inspection resolves: the file, or one component
 // per tensor.
 Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoint, const char *schema_path) {
@@ -107,18 +134,23 @@ Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoin
 
 extern "C" {
 
-rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
-                                      const rootspan_load_options *options, rootspan_weights **out,
-                                      rootspan_error **error) {
-  if (context == nullptr || path == nullptr || out == nullptr ||
-      (options != nullptr && !has_size(options, options->struct_size))) {
-    return invalid(error, "load_component", "context, path or weights is NULL, or options.struct_size is too small");
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
+                                      rootspan_weights **out, rootspan_error **error) {
+  if (context == nullptr || path == nullptr || out == nullptr) {
+    return invalid(error, "load_component", "context, path or weights is NULL");
+  }
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "load_component", "options"); s != ROOTSPAN_OK) return s;
   }
   *out = nullptr;
   return guarded(error, "load_component", [&]() -> Result<void> {
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
+    if (o.strategy != ROOTSPAN_LOAD_MMAP && o.strategy != ROOTSPAN_LOAD_READ) {
+      return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", o.strategy),
+                                    "load_component", rootspan::Requested::none());
+    }
     rootspan::Context &ctx = *context->context;
 
     auto patterns = tensor_patterns(o);
@@ -131,6 +163,15 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     if (!selected) return selected.error();
     auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
     if (!resolved) return resolved.error();
+    if (o.world_size != 0) {  // tensor-parallel: keep only this rank's planned reads
+      auto spec = shard_spec(o);
+      if (!spec) return spec.error();
+      auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
+      if (!plan) return plan.error();
+      auto sliced = weights::sliced_payloads(resolved.value().payloads, plan.value());
+      if (!sliced) return sliced.error();
+      resolved.value().payloads = std::move(sliced).value();
+    }
     auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
     if (!provider) return provider.error();
 
@@ -156,6 +197,12 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
   });
 }
 
+rootspan_status rootspan_weights_bytes_read(const rootspan_weights *weights, uint64_t *bytes) {
+  if (weights == nullptr || bytes == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *bytes = weights->result.total_bytes;
+  return ROOTSPAN_OK;
+}
+
 const char *rootspan_weights_provider(const rootspan_weights *weights) {
   return weights == nullptr ? nullptr : weights->result.provider.c_str();
 }
@@ -168,7 +215,7 @@ rootspan_status rootspan_weights_component_count(const rootspan_weights *weights
 
 rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                            rootspan_component_info *info) {
-  if (weights == nullptr || !has_size(info, info ? info->struct_size : 0)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
   write_struct(info, info_of(weights->result.components[index]));
   return ROOTSPAN_OK;
@@ -216,20 +263,16 @@ rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, siz
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
   if (weights == nullptr) return ROOTSPAN_OK;
+  // All or nothing: the claim checks and the releases under one hold.
+  std::vector<rootspan::Root *> roots;
+  std::vector<std::string> names;
   for (const weights::LoadedComponent &c : weights->result.components) {
-    std::lock_guard lock(c.root->mutex);
-    if (c.root->claims.live_count() != 0) {
-      return report(error, rootspan::make_error(ROOTSPAN_ERR_BUSY, "release_root",
-                                                "component \"" + c.id + "\" is still claimed; nothing was released"));
-    }
+    roots.push_back(c.root);
+    names.push_back("component \"" + c.id + "\"");
   }
   const rootspan_status status =
-      guarded(error, "release_root", [&] { return weights::release_components(*weights->context, weights->result); });
-  if (status == ROOTSPAN_OK) {
-    delete weights;
-  } else {
-    weights->reindex();
-  }
+      guarded(error, "release_root", [&] { return weights->context->release_together(roots, names); });
+  if (status == ROOTSPAN_OK) delete weights;
   return status;
 }
 
@@ -239,8 +282,9 @@ rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, roots
 
 rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const rootspan_inspect_options *options,
                                                          char **json, rootspan_error **error) {
-  if (path == nullptr || json == nullptr || (options != nullptr && !has_size(options, options->struct_size))) {
-    return invalid(error, "open_checkpoint", "path or json is NULL, or options.struct_size is too small");
+  if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "open_checkpoint", "options"); s != ROOTSPAN_OK) return s;
   }
   *json = nullptr;
   return guarded(error, "open_checkpoint", [&]() -> Result<void> {
@@ -258,6 +302,39 @@ rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const
       document["schema"] = weights::describe_resolved_schema(o.schema_path, resolved.value());
     }
     const std::string text = document.dump();
+    *json = static_cast<char *>(std::malloc(text.size() + 1));
+    if (*json == nullptr) throw std::bad_alloc();
+    std::memcpy(*json, text.c_str(), text.size() + 1);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options, char **json,
+                                              rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "plan_reads", "path or json is NULL");
+  if (rootspan_status s = check_struct(error, options, "plan_reads", "options"); s != ROOTSPAN_OK) return s;
+  *json = nullptr;
+  return guarded(error, "plan_reads", [&]() -> Result<void> {
+    const rootspan_load_options o = read_struct(options);
+    if (o.world_size == 0) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "plan_reads",
+                                  "options.world_size is 0; a read plan needs at least 1 rank");
+    }
+    auto patterns = tensor_patterns(o);
+    if (!patterns) return patterns.error();
+    auto spec = shard_spec(o);
+    if (!spec) return spec.error();
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+    if (!checkpoint) return checkpoint.error();
+    auto schema = schema_for(checkpoint.value(), o.schema_path);
+    if (!schema) return schema.error();
+    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+    if (!selected) return selected.error();
+    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
+    if (!resolved) return resolved.error();
+    auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
+    if (!plan) return plan.error();
+    const std::string text = weights::read_plan_json(plan.value(), spec.value());
     *json = static_cast<char *>(std::malloc(text.size() + 1));
     if (*json == nullptr) throw std::bad_alloc();
     std::memcpy(*json, text.c_str(), text.size() + 1);

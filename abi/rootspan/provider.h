@@ -5,9 +5,12 @@
  * provider returns (loader policy L9): a provider is trusted to be code, never
  * to be right.
  *
- * Versioning: every struct starts with struct_size. The reader of a struct uses
- * only the fields that lie inside the size the writer set; new fields go at the
- * end. A function pointer past the table's struct_size is treated as NULL.
+ * Versioning: every struct starts with struct_size, which its writer sets to
+ * the struct's ROOTSPAN_<NAME>_STRUCT_SIZE (the end of its last field). The
+ * reader of a struct uses only the fields that lie inside the size the writer
+ * set; new fields go at the end. A function pointer past the table's
+ * struct_size is treated as NULL. rootspan_struct_read and
+ * rootspan_struct_write below do this for a provider.
  *
  * Errors: a hook returns a rootspan_status and may write a NUL-terminated
  * message into the core-owned rootspan_provider_message buffer it is given.
@@ -19,6 +22,8 @@
  */
 #ifndef ROOTSPAN_PROVIDER_H
 #define ROOTSPAN_PROVIDER_H
+
+#include <string.h>
 
 #include "rootspan/types.h"
 
@@ -67,6 +72,9 @@ typedef struct rootspan_core_services {
   void *log_context;
 } rootspan_core_services;
 #define ROOTSPAN_CORE_SERVICES_LAST_FIELD log_context
+#define ROOTSPAN_CORE_SERVICES_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_core_services, ROOTSPAN_CORE_SERVICES_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_core_services, ROOTSPAN_CORE_SERVICES_STRUCT_SIZE);
 
 
 typedef struct rootspan_allocation_request {
@@ -77,6 +85,9 @@ typedef struct rootspan_allocation_request {
   uint64_t alignment;           /* a power of two */
 } rootspan_allocation_request;
 #define ROOTSPAN_ALLOCATION_REQUEST_LAST_FIELD alignment
+#define ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_allocation_request, ROOTSPAN_ALLOCATION_REQUEST_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocation_request, ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE);
 
 /* One allocation, as a provider reports it. The core validates the extent
  * (key, byte_offset, byte_length, alignment) and, when host_base is set, that
@@ -93,6 +104,9 @@ typedef struct rootspan_provider_allocation {
   void *provider_handle;   /* out: opaque to the core */
 } rootspan_provider_allocation;
 #define ROOTSPAN_PROVIDER_ALLOCATION_LAST_FIELD provider_handle
+#define ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_provider_allocation, ROOTSPAN_PROVIDER_ALLOCATION_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_allocation, ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE);
 
 /* Caller memory handed to a provider (host import, or registration of host
  * memory with a device runtime). If the hook fails, the provider has taken
@@ -107,6 +121,8 @@ typedef struct rootspan_host_memory {
   void *deleter_context;
 } rootspan_host_memory;
 #define ROOTSPAN_HOST_MEMORY_LAST_FIELD deleter_context
+#define ROOTSPAN_HOST_MEMORY_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_memory, ROOTSPAN_HOST_MEMORY_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_memory, ROOTSPAN_HOST_MEMORY_STRUCT_SIZE);
 
 /* A host view of part of an allocation, returned by map_read / map_write. */
 typedef struct rootspan_provider_mapping {
@@ -116,6 +132,9 @@ typedef struct rootspan_provider_mapping {
   void *provider_token;    /* out: opaque, handed back to unmap */
 } rootspan_provider_mapping;
 #define ROOTSPAN_PROVIDER_MAPPING_LAST_FIELD provider_token
+#define ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_provider_mapping, ROOTSPAN_PROVIDER_MAPPING_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_mapping, ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE);
 
 
 /* A provider's completion event for an asynchronous copy. */
@@ -183,6 +202,48 @@ typedef struct rootspan_provider_table {
                                         rootspan_provider_allocation *allocation, rootspan_provider_message *message);
 } rootspan_provider_table;
 #define ROOTSPAN_PROVIDER_TABLE_LAST_FIELD import_host_memory
+#define ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_provider_table, ROOTSPAN_PROVIDER_TABLE_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_table, ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE);
+
+/* ---- reading and writing versioned structs ------------------------------
+ *
+ * What a provider needs to honour struct_size without the core's internals.
+ * Pass the reader's ROOTSPAN_<NAME>_STRUCT_SIZE as `size`, never sizeof: the
+ * published size ends at the last field, so trailing padding is never read or
+ * written. */
+
+/* The struct_size a writer set; 0 when `in` is NULL. */
+static inline size_t rootspan_struct_size_of(const void *in) {
+  size_t size = 0;
+  if (in != NULL) memcpy(&size, in, sizeof size);
+  return size;
+}
+
+/* Reads a struct the other side wrote into `out` (a full struct of `size`
+ * published bytes): the fields inside the writer's struct_size are copied,
+ * the rest read as zero, and out's struct_size becomes `size`. Returns 0 (and
+ * leaves `out` zeroed) when `in` is NULL or its struct_size is below
+ * `min_size`, the end of the oldest version the reader accepts. */
+static inline int rootspan_struct_read(void *out, size_t size, const void *in, size_t min_size) {
+  const size_t in_size = rootspan_struct_size_of(in);
+  memset(out, 0, size);
+  if (in == NULL || in_size < min_size || in_size < sizeof(size_t)) return 0;
+  memcpy(out, in, in_size < size ? in_size : size);
+  memcpy(out, &size, sizeof size);
+  return 1;
+}
+
+/* Writes `value` (a full struct of `size` published bytes) into a struct
+ * whose struct_size the other side set: only the fields inside that size are
+ * written and out's struct_size is kept. */
+static inline void rootspan_struct_write(void *out, const void *value, size_t size) {
+  const size_t out_size = rootspan_struct_size_of(out);
+  const size_t n = out_size < size ? out_size : size;
+  if (n > sizeof(size_t)) {
+    memcpy((char *)out + sizeof(size_t), (const char *)value + sizeof(size_t), n - sizeof(size_t));
+  }
+}
 
 /* The entry symbol's type. The core offers its ABI version; the provider
  * returns its table (static storage, valid while the library is loaded), or

@@ -4,7 +4,7 @@
  * one uniquely owned allocation; every access to its bytes goes through a claim
  * (shared or exclusive, over a checked span) and, on the host, a mapping.
  *
- * Conventions (DESIGN 3.1):
+ * Conventions (docs/c-api.md):
  * - Every function returns a rootspan_status. Functions that can fail take a
  *   rootspan_error **error as their last argument: pass NULL to ignore the
  *   details, or a pointer to a NULL rootspan_error *; on failure it receives an
@@ -31,10 +31,10 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------- */
 
 #define ROOTSPAN_VERSION_MAJOR 0
-#define ROOTSPAN_VERSION_MINOR 1
+#define ROOTSPAN_VERSION_MINOR 2
 #define ROOTSPAN_VERSION_PATCH 0
 
-/* The library's version string, e.g. "0.1.0". Static storage. */
+/* The library's version string, e.g. "0.2.0". Static storage. */
 ROOTSPAN_API const char *rootspan_version(void);
 
 /* Static names of codes and element types ("Conflict", "F32"); never NULL. */
@@ -43,7 +43,7 @@ ROOTSPAN_API const char *rootspan_dtype_name(rootspan_dtype dtype);
 /* Bytes per element; 0 for NONE and for sub-byte types (F4, F6_*). */
 ROOTSPAN_API uint64_t rootspan_dtype_size(rootspan_dtype dtype);
 
-/* ---- errors (DESIGN 2.7) ---------------------------------------------- */
+/* ---- errors (docs/concepts.md) ---------------------------------------------- */
 
 typedef struct rootspan_error rootspan_error;
 
@@ -65,6 +65,8 @@ typedef struct rootspan_requested {
   uint64_t length;              /* out */
 } rootspan_requested;
 #define ROOTSPAN_REQUESTED_LAST_FIELD length
+#define ROOTSPAN_REQUESTED_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_requested, ROOTSPAN_REQUESTED_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_requested, ROOTSPAN_REQUESTED_STRUCT_SIZE);
 
 /* A span: a range bound to one root, with its derived alignment. */
 typedef struct rootspan_span {
@@ -75,6 +77,8 @@ typedef struct rootspan_span {
   uint64_t alignment; /* out: alignment guaranteed at offset */
 } rootspan_span;
 #define ROOTSPAN_SPAN_LAST_FIELD alignment
+#define ROOTSPAN_SPAN_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_span, ROOTSPAN_SPAN_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_span, ROOTSPAN_SPAN_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
 /* The operation's name: "claim", "map_read", "import_unique_root", ... The
@@ -96,7 +100,7 @@ ROOTSPAN_API int rootspan_error_values(const rootspan_error *error, uint64_t *ex
 /* Frees an error; NULL is ignored. */
 ROOTSPAN_API void rootspan_error_free(rootspan_error *error);
 
-/* ---- contexts and providers (DESIGN 2.8, 4) ---------------------------- */
+/* ---- contexts and providers (docs/concepts.md) ---------------------------- */
 
 typedef struct rootspan_context rootspan_context;
 typedef struct rootspan_root rootspan_root;
@@ -111,6 +115,9 @@ typedef struct rootspan_context_options {
   int32_t discover_manifests;     /* non-zero with manifest_count 0: run discovery (policy L3) */
 } rootspan_context_options;
 #define ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD discover_manifests
+#define ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE);
 
 /* options may be NULL: static providers only. */
 ROOTSPAN_API rootspan_status rootspan_context_create(const rootspan_context_options *options,
@@ -162,6 +169,9 @@ typedef struct rootspan_provider_report {
   rootspan_status code;    /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
 } rootspan_provider_report;
 #define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD code
+#define ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
@@ -197,7 +207,7 @@ ROOTSPAN_API const char *rootspan_provider_choice_explanation(const rootspan_pro
 /* NULL is allowed. */
 ROOTSPAN_API void rootspan_provider_choice_free(rootspan_provider_choice *choice);
 
-/* ---- roots (DESIGN 2.1, 2.2) ------------------------------------------- */
+/* ---- roots (docs/concepts.md) ------------------------------------------- */
 
 /* A root's identity and extent. */
 typedef struct rootspan_root_info {
@@ -214,6 +224,8 @@ typedef struct rootspan_root_info {
   const char *provider;    /* out: the provider's name; lives as long as the root */
 } rootspan_root_info;
 #define ROOTSPAN_ROOT_INFO_LAST_FIELD provider
+#define ROOTSPAN_ROOT_INFO_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_root_info, ROOTSPAN_ROOT_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_root_info, ROOTSPAN_ROOT_INFO_STRUCT_SIZE);
 
 /* Allocates byte_length bytes from a provider and imports them as a root.
  * memory_kind is one of ROOTSPAN_MEMORY_* (0 = host). */
@@ -227,6 +239,9 @@ typedef struct rootspan_allocate_options {
   rootspan_dtype dtype;    /* NONE: untyped root */
 } rootspan_allocate_options;
 #define ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD dtype
+#define ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context,
                                                     const rootspan_allocate_options *options,
@@ -246,6 +261,8 @@ typedef struct rootspan_host_import {
   void *deleter_context;
 } rootspan_host_import;
 #define ROOTSPAN_HOST_IMPORT_LAST_FIELD deleter_context
+#define ROOTSPAN_HOST_IMPORT_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_import, ROOTSPAN_HOST_IMPORT_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context,
                                                        const rootspan_host_import *import, rootspan_root **root,
@@ -261,7 +278,7 @@ ROOTSPAN_API rootspan_status rootspan_root_release(rootspan_root *root, rootspan
 ROOTSPAN_API rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length,
                                                   rootspan_span *span, rootspan_error **error);
 
-/* ---- claims (DESIGN 2.4) ----------------------------------------------- */
+/* ---- claims (docs/concepts.md) ----------------------------------------------- */
 
 /* Claims [offset, offset + length) of the root. */
 ROOTSPAN_API rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uint64_t length,
@@ -288,7 +305,7 @@ ROOTSPAN_API rootspan_status rootspan_claim_get_span(const rootspan_claim *claim
  * device accesses; the claim then stays valid. */
 ROOTSPAN_API rootspan_status rootspan_claim_release(rootspan_claim *claim, rootspan_error **error);
 
-/* ---- mappings (DESIGN 2.5) --------------------------------------------- */
+/* ---- mappings (docs/concepts.md) --------------------------------------------- */
 
 /* Maps [offset, offset + length) relative to the claim as elements of dtype
  * (NONE: bytes). map_write needs an exclusive claim on a writable root. */
@@ -304,7 +321,7 @@ ROOTSPAN_API void *rootspan_mapping_data(const rootspan_mapping *mapping);
 ROOTSPAN_API uint64_t rootspan_mapping_length(const rootspan_mapping *mapping);
 ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
 
-/* ---- device access (DESIGN 2.6) ---------------------------------------- */
+/* ---- device access (docs/concepts.md) ---------------------------------------- */
 
 /* Validates the request against the claim's root, then lets the provider
  * prepare it. Roots of providers without device access answer

@@ -20,6 +20,27 @@ extern "C" {
 #define ROOTSPAN_API
 #endif
 
+/* The end of a struct's field: offsetof(field) + sizeof(field). A struct's
+ * published size is the end of its last field, so trailing padding is never
+ * part of what a reader reads (as in pjrt_c_api.h). */
+#define ROOTSPAN_STRUCT_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Compile-time guard that `size` is the end of the struct's last field: a
+ * field appended without moving the *_LAST_FIELD macro makes sizeof(type)
+ * outgrow it by more than padding. */
+#define ROOTSPAN_CONCAT_(a, b) a##b
+#define ROOTSPAN_CONCAT(a, b) ROOTSPAN_CONCAT_(a, b)
+#if defined(__cplusplus)
+#define ROOTSPAN_GUARD_STRUCT_SIZE(type, size) \
+  static_assert(sizeof(type) - (size) < 8, #type " has a field past its *_LAST_FIELD")
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ROOTSPAN_GUARD_STRUCT_SIZE(type, size) \
+  _Static_assert(sizeof(type) - (size) < 8, #type " has a field past its *_LAST_FIELD")
+#else
+#define ROOTSPAN_GUARD_STRUCT_SIZE(type, size) \
+  typedef char ROOTSPAN_CONCAT(rootspan_struct_size_guard_, type)[(sizeof(type) - (size) < 8) ? 1 : -1]
+#endif
+
 /* Status of every call. ROOTSPAN_OK is zero; the numbers are pinned: new codes
  * are added at the end, never renumbered. */
 typedef int32_t rootspan_status;
@@ -51,15 +72,15 @@ enum {
   ROOTSPAN_ERR_ABI_MISMATCH = 24,      /* a plugin's ABI major or minor is not acceptable */
   ROOTSPAN_ERR_NO_PROVIDER = 25,       /* no provider at all could be used (L7) */
   ROOTSPAN_ERR_IO = 26,                /* a file could not be opened, read or mapped */
-  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27,/* a checkpoint file or index broke a rule of DESIGN 6.2 */
-  ROOTSPAN_ERR_INVALID_SCHEMA = 28,    /* a component schema broke a rule of DESIGN 6.3 */
-  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,   /* a payload or segment broke a rule of DESIGN 6.4 */
+  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27,/* a checkpoint file or index broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_SCHEMA = 28,    /* a component schema broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,   /* a payload or segment broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_CANCELLED = 30          /* the caller's progress callback asked to stop */
 };
 
 /* Element types. The numbering is rootspan's own and pinned. NONE is the
  * element type of an untyped (byte) root. The complex types are named by their
- * component width, as in DESIGN 2.5: C32 is two F32 (8 bytes), C64 two F64
+ * component width, as in docs/concepts.md: C32 is two F32 (8 bytes), C64 two F64
  * (16 bytes). safetensors' "C64" (64 bits in all) is ROOTSPAN_DTYPE_C32. F4 and
  * F6 have no whole-byte size and cannot be mapped as elements. */
 typedef int32_t rootspan_dtype;
@@ -115,6 +136,9 @@ typedef struct rootspan_device_access_request {
   const int64_t *strides;   /* rank entries; borrowed for the call */
 } rootspan_device_access_request;
 #define ROOTSPAN_DEVICE_ACCESS_REQUEST_LAST_FIELD strides
+#define ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_device_access_request, ROOTSPAN_DEVICE_ACCESS_REQUEST_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_access_request, ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE);
 
 /* What a kernel launch needs, filled by the provider. */
 typedef struct rootspan_device_access {
@@ -125,6 +149,9 @@ typedef struct rootspan_device_access {
   void *provider_token;    /* out: opaque, handed back when the access is released */
 } rootspan_device_access;
 #define ROOTSPAN_DEVICE_ACCESS_LAST_FIELD provider_token
+#define ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_device_access, ROOTSPAN_DEVICE_ACCESS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_access, ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE);
 
 /* Memory kinds an allocation request may ask for. */
 typedef int32_t rootspan_memory_kind;
@@ -144,6 +171,8 @@ typedef struct rootspan_device_info {
   uint64_t free_memory_bytes;
 } rootspan_device_info;
 #define ROOTSPAN_DEVICE_INFO_LAST_FIELD free_memory_bytes
+#define ROOTSPAN_DEVICE_INFO_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_device_info, ROOTSPAN_DEVICE_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_info, ROOTSPAN_DEVICE_INFO_STRUCT_SIZE);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* rootspan/weights.h — loading model weights into provider memory (DESIGN 6).
+/* rootspan/weights.h — loading model weights into provider memory (docs/weight-schema.md).
  *
  * A checkpoint (one safetensors file; a folder of shards with
  * model.safetensors.index.json, or that index file itself; or a Hugging Face
@@ -18,7 +18,15 @@
 extern "C" {
 #endif
 
-/* How file bytes reach host memory. */
+/* How file bytes reach host memory.
+ *
+ * With MMAP, a zero-copy root is the file's mapping itself: a file rewritten
+ * in place changes the loaded bytes, and a file truncated under it makes a
+ * read past its new end raise SIGBUS. The library's own reads (verify,
+ * copies, uploads out of such a root) recover and fail with ROOTSPAN_ERR_IO,
+ * and a mapping requested after the file shrank is refused the same way; an
+ * embedder's own reads through rootspan_mapping_data are not protected. For
+ * files the embedder does not control, use READ. */
 typedef int32_t rootspan_load_strategy;
 enum {
   ROOTSPAN_LOAD_MMAP = 0, /* map the files; single aligned segments become zero-copy roots */
@@ -35,11 +43,28 @@ typedef struct rootspan_load_progress {
   uint64_t bytes_total;
 } rootspan_load_progress;
 #define ROOTSPAN_LOAD_PROGRESS_LAST_FIELD bytes_total
+#define ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_STRUCT_SIZE);
 
 /* Returns 0 to go on, non-zero to cancel the load (it then fails with
  * ROOTSPAN_ERR_CANCELLED and releases every root it made). Called on the
  * loading thread. */
 typedef int (*rootspan_load_progress_fn)(void *progress_context, const rootspan_load_progress *progress);
+
+/* A slicing rule of a tensor-parallel load: components whose id matches
+ * `pattern` are split along `dimension` among the ranks (the first n % world
+ * ranks taking one more, as torch.tensor_split does), or replicated on every
+ * rank when it is -1. The first matching rule wins; a component matching no
+ * rule is replicated. */
+typedef struct rootspan_split_rule {
+  size_t struct_size;
+  const char *pattern; /* a shell-style glob over component ids, as for tensors; borrowed for the call */
+  int32_t dimension;   /* the dimension to split (of the block grid when block-quantized), or -1: replicate */
+} rootspan_split_rule;
+#define ROOTSPAN_SPLIT_RULE_LAST_FIELD dimension
+#define ROOTSPAN_SPLIT_RULE_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE);
 
 typedef struct rootspan_load_options {
   size_t struct_size;
@@ -55,8 +80,17 @@ typedef struct rootspan_load_options {
   size_t tensor_count;
   const char *revision; /* for a Hugging Face cache repository folder: the branch, tag or commit whose snapshot to
                            load; borrowed for the call; NULL: the one refs/main names */
+  /* Tensor-parallel loading: with world_size > 0, only this rank's slice of
+   * each component is read and loaded (each component's shape is then its
+   * slice's). world_size 0: the whole checkpoint, as without these fields. */
+  uint32_t rank;       /* in [0, world_size) */
+  uint32_t world_size; /* ranks in all; 0: no slicing */
+  const rootspan_split_rule *split_rules; /* split_rule_count rules; borrowed for the call; NULL/0: replicate all */
+  size_t split_rule_count;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD revision
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD split_rule_count
+#define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
 /* The components a load made. Owns their roots until rootspan_weights_free. */
 typedef struct rootspan_weights rootspan_weights;
@@ -64,11 +98,28 @@ typedef struct rootspan_weights rootspan_weights;
 /* Opens and validates the checkpoint and schema, then loads every component
  * (with options->tensors, every component whose id matches one of them; the
  * others are not loaded and not reported as skipped). A pattern that matches
- * no component fails with ROOTSPAN_ERR_NOT_FOUND naming it. On failure no
+ * no component fails with ROOTSPAN_ERR_NOT_FOUND naming it. With
+ * options->world_size > 0, the read plan is made before anything is read: a
+ * rank outside [0, world_size), a split dimension past a component's rank, a
+ * split that would cut a quantization block or leave a rank nothing
+ * (ROOTSPAN_ERR_INVALID_ARGUMENT), or a split pattern matching no component
+ * (ROOTSPAN_ERR_NOT_FOUND) fails the load. On failure no
  * root is left and *weights stays NULL. */
 ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, const char *path,
                                                    const rootspan_load_options *options, rootspan_weights **weights,
                                                    rootspan_error **error);
+
+/* The read plan rootspan_weights_load would follow for options (schema_path,
+ * tensors, revision, rank, world_size, split_rules; world_size must be > 0),
+ * made without reading any tensor data, as one JSON document: {"rank",
+ * "world_size", "bytes", "rules": [{"pattern", "dimension"}], "components":
+ * [{"id", "rule" (the matching pattern, or null: replicated by default),
+ * "split_dimension", "full_dimensions", "dimensions", "begin", "count",
+ * "bytes", "reads": [{"tensor", "file", "file_offset", "length",
+ * "destination_offset"}]}]}. Fails as the load would. *json is freed with
+ * rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options,
+                                                           char **json, rootspan_error **error);
 
 /* What a component is for in its schema. The numbering is pinned. */
 typedef int32_t rootspan_component_role;
@@ -111,6 +162,13 @@ typedef struct rootspan_component_info {
                                 NULL when rank is 0; lives as long as the weights */
 } rootspan_component_info;
 #define ROOTSPAN_COMPONENT_INFO_LAST_FIELD shape
+#define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
+
+/* The bytes the load read from the checkpoint's files for its components
+ * (mapped zero-copy ranges included): with slicing, this rank's share. */
+ROOTSPAN_API rootspan_status rootspan_weights_bytes_read(const rootspan_weights *weights, uint64_t *bytes);
 
 /* The provider the components live in; lives as long as the weights. */
 ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weights);
@@ -137,7 +195,7 @@ ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights 
 ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error);
 
 /* Validates a checkpoint without loading it and describes it as one JSON
- * document (DESIGN 7, `rootspan inspect`). *json is freed with
+ * document (docs/cli.md, `rootspan inspect`). *json is freed with
  * rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error);
 ROOTSPAN_API void rootspan_string_free(char *string);
@@ -149,6 +207,9 @@ typedef struct rootspan_inspect_options {
                               inspect; borrowed for the call; NULL: the one refs/main names */
 } rootspan_inspect_options;
 #define ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD revision
+#define ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE);
 
 /* rootspan_checkpoint_inspect with options (NULL: none). With schema_path,
  * every component is resolved against the checkpoint without loading

@@ -1,4 +1,4 @@
-// The CUDA provider (DESIGN 5): gpu_provider.hpp over the CUDA runtime API.
+// The CUDA provider (docs/writing-a-provider.md): gpu_provider.hpp over the CUDA runtime API.
 // Linked with the static CUDA runtime (libcudart_static.a), so the plugin
 // loads on machines without the NVIDIA driver and reports zero devices with
 // the runtime's own reason (cudaErrorInsufficientDriver, cudaErrorNoDevice).

@@ -1,4 +1,4 @@
-// The device provider (DESIGN 5), written once over a GPU runtime's API.
+// The device provider (docs/writing-a-provider.md), written once over a GPU runtime's API.
 //
 // The CUDA runtime and HIP mirror each other call for call, so both plugins
 // (plugins/cuda/cuda_provider.cpp, plugins/rocm/rocm_provider.cpp) are this
@@ -51,7 +51,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/struct_io.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan_gpu {
@@ -69,8 +68,38 @@ __attribute__((format(printf, 3, 4))) inline rootspan_status fail(rootspan_provi
   return status;
 }
 
-using rootspan::read_struct;
-using rootspan::write_struct;
+// The published size (ROOTSPAN_<NAME>_STRUCT_SIZE) of each versioned struct
+// this provider reads or writes, for provider.h's struct helpers.
+constexpr std::size_t published_size(const rootspan_core_services *) { return ROOTSPAN_CORE_SERVICES_STRUCT_SIZE; }
+constexpr std::size_t published_size(const rootspan_allocation_request *) {
+  return ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE;
+}
+constexpr std::size_t published_size(const rootspan_host_memory *) { return ROOTSPAN_HOST_MEMORY_STRUCT_SIZE; }
+constexpr std::size_t published_size(const rootspan_device_access_request *) {
+  return ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE;
+}
+constexpr std::size_t published_size(const rootspan_device_info *) { return ROOTSPAN_DEVICE_INFO_STRUCT_SIZE; }
+constexpr std::size_t published_size(const rootspan_provider_allocation *) {
+  return ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE;
+}
+constexpr std::size_t published_size(const rootspan_provider_mapping *) {
+  return ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE;
+}
+constexpr std::size_t published_size(const rootspan_device_access *) { return ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE; }
+
+// A struct the core wrote, as a full one: fields past its size read as zero.
+template <class T>
+T read_struct(const T *in) {
+  T out{};
+  rootspan_struct_read(&out, published_size(in), in, sizeof(std::size_t));
+  return out;
+}
+
+// Fills a struct the core handed over, up to the size the core set.
+template <class T>
+void write_struct(T *out, const T &value) {
+  rootspan_struct_write(out, &value, published_size(out));
+}
 
 inline bool is_power_of_two(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 // Copies a NUL-terminated string into a fixed field, truncated to fit.

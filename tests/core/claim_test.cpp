@@ -1,4 +1,4 @@
-// DESIGN 2.4 Claims: shared claims coexist; an exclusive claim conflicts with
+// docs/concepts.md Claims: shared claims coexist; an exclusive claim conflicts with
 // every overlapping claim, and the Conflict names the other claim's range and
 // mode; empty spans overlap nothing; an exclusive claim splits into disjoint
 // exclusive children (overlapping children -> Conflict, children outside the
@@ -76,7 +76,7 @@ TEST_F(Claims, SharedClaimsCoexist) {
 }
 
 TEST_F(Claims, SharedClaimAgainstALiveExclusiveOneIsAConflictNamingIt) {
-  // The example of DESIGN 2.7.
+  // The example of docs/concepts.md.
   rootspan_claim *x = claim(root_, 0, 96, ROOTSPAN_CLAIM_EXCLUSIVE);
   ASSERT_NE(x, nullptr);
   expect_conflict(64, 64, ROOTSPAN_CLAIM_SHARED, "exclusive claim [0,96)");
@@ -155,8 +155,8 @@ TEST_F(Claims, ExclusiveClaimOnAReadOnlyRootIsReadOnly) {
   ASSERT_EQ(rootspan_root_import_host(context_, &import, &ro, e.out()), ROOTSPAN_OK) << e.message();
   rootspan_claim *c = nullptr;
   ASSERT_EQ(rootspan_claim_acquire(ro, 8, 8, ROOTSPAN_CLAIM_EXCLUSIVE, &c, e.out()), ROOTSPAN_ERR_READ_ONLY);
-  EXPECT_EQ(e.message(),
-            root_request("claim", ro, 8, 16) + ": unresolved: root is read-only; an exclusive claim needs write access");
+  EXPECT_EQ(e.message(), root_request("claim", ro, 8, 16) +
+                             ": unresolved: root is read-only; an exclusive claim needs write access");
   // Even an empty exclusive claim asks for write access.
   ASSERT_EQ(rootspan_claim_acquire(ro, 8, 0, ROOTSPAN_CLAIM_EXCLUSIVE, &c, e.out()), ROOTSPAN_ERR_READ_ONLY);
   c = claim(ro, 0, 64, ROOTSPAN_CLAIM_SHARED);
@@ -189,7 +189,8 @@ TEST_F(Claims, AnExclusiveClaimSplitsIntoDisjointChildren) {
   // The parent is Busy: no mapping, no release, no second split while children live.
   rootspan_mapping *m = nullptr;
   ASSERT_EQ(rootspan_map_read(parent, ROOTSPAN_DTYPE_NONE, 0, 128, &m, e.out()), ROOTSPAN_ERR_BUSY);
-  EXPECT_EQ(e.message(), root_request("map_read", root_, 0, 128) + ": unresolved: the claim is split; map its children instead");
+  EXPECT_EQ(e.message(),
+            root_request("map_read", root_, 0, 128) + ": unresolved: the claim is split; map its children instead");
   ASSERT_EQ(rootspan_claim_release(parent, e.out()), ROOTSPAN_ERR_BUSY);
   EXPECT_EQ(e.operation(), "release_claim");
   EXPECT_EQ(e.message(), root_request("release_claim", root_, 0, 128) +
@@ -264,6 +265,20 @@ TEST_F(Claims, OverlappingChildrenAreAConflictAndNoChildIsMade) {
   release(parent);
 }
 
+// Every child is checked against every earlier one, not only its neighbour:
+// here the first and the third overlap while each adjacent pair is disjoint.
+TEST_F(Claims, NonAdjacentOverlappingChildrenAreAConflict) {
+  rootspan_claim *parent = claim(root_, 0, 128, ROOTSPAN_CLAIM_EXCLUSIVE);
+  const rootspan_range ranges[] = {{0, 32}, {64, 32}, {16, 8}};
+  rootspan_claim *children[3] = {};
+  Err e;
+  ASSERT_EQ(rootspan_claim_split(parent, ranges, 3, children, e.out()), ROOTSPAN_ERR_CONFLICT);
+  EXPECT_EQ(e.operation(), "claim_split");
+  EXPECT_EQ(e.cause(), "child 2 [16,24) overlaps child 0 [0,32)");
+  for (rootspan_claim *c : children) EXPECT_EQ(c, nullptr);
+  release(parent);
+}
+
 TEST_F(Claims, EmptyChildrenOverlapNothing) {
   rootspan_claim *parent = claim(root_, 0, 64, ROOTSPAN_CLAIM_EXCLUSIVE);
   const rootspan_range ranges[] = {{0, 64}, {32, 0}, {32, 0}};
@@ -287,8 +302,8 @@ TEST_F(Claims, ChildrenOutsideTheParentAreOutsideRootExtent) {
   // Past the root itself: refused as a span.
   const rootspan_range past_root[] = {{80, 32}};
   ASSERT_EQ(rootspan_claim_split(parent, past_root, 1, children, e.out()), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
-  EXPECT_EQ(e.message(),
-            root_request("claim_split", root_, 112, 144) + ": unresolved: range ends at 144, past the root's length 128");
+  EXPECT_EQ(e.message(), root_request("claim_split", root_, 112, 144) +
+                             ": unresolved: range ends at 144, past the root's length 128");
   // An overflowing child offset.
   const rootspan_range overflowing[] = {{UINT64_MAX - 8, 1}};
   ASSERT_EQ(rootspan_claim_split(parent, overflowing, 1, children, e.out()), ROOTSPAN_ERR_OFFSET_OVERFLOW);

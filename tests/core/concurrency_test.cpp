@@ -1,4 +1,4 @@
-// DESIGN 2.4 / 3.1 under threads: many threads claiming overlapping spans of
+// docs/concepts.md under threads: many threads claiming overlapping spans of
 // ONE root, shared and exclusive, never hold two conflicting claims at once
 // (checked against a shadow table and through the bytes themselves: an
 // exclusive holder's writes stay as written, a shared holder's bytes do not
@@ -244,7 +244,7 @@ TEST_F(Concurrency, ThreadsOnDisjointRootsNeverFail) {
 }
 
 TEST_F(Concurrency, AHookBlockedOnOneRootDoesNotHoldUpAnotherRoot) {
-  // DESIGN 2.4: claims on one root never take a lock that another root's
+  // docs/concepts.md: claims on one root never take a lock that another root's
   // claims need. A provider's map hook on root A blocks until a second
   // thread has claimed, mapped and released on root B (and on another part of
   // the context: a fresh root). If anything on that path shared a lock with

@@ -1,4 +1,4 @@
-// Copies between host memory and a claim (rootspan.h, DESIGN 2.5/2.6): through
+// Copies between host memory and a claim (rootspan.h, docs/concepts.md): through
 // the host provider's mapping path when the provider has no copy hook, and
 // through a provider's copy hooks (the simulated device). copy_from_host
 // needs an exclusive claim on a writable root; ranges stay inside the claim.

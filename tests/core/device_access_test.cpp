@@ -1,4 +1,4 @@
-// DESIGN 2.6 Device access: the request is checked in order (key equals the
+// docs/concepts.md Device access: the request is checked in order (key equals the
 // root's; byte length within the extent; element size non-zero; for exclusive
 // access, no element written twice) -> InvalidRequest; then the provider
 // prepares it and returns device pointer, ordinal and stream. Roots of
@@ -140,21 +140,21 @@ TEST_F(DeviceAccess, TheElementOffsetCountsFromTheClaim) {
   release(c);
 }
 
-TEST_F(DeviceAccess, AReaderWithAShortStructGetsOnlyItsFields) {
+TEST_F(DeviceAccess, AReaderStructBelowItsFirstVersionIsRefusedBeforeTheProvider) {
   rootspan_claim *c = claim(root_, 0, 256, ROOTSPAN_CLAIM_SHARED);
   rootspan_device_access a{};
   std::memset(&a, 0xCD, sizeof a);
-  a.struct_size = offsetof(rootspan_device_access, stream);  // knows pointer and ordinal only
+  a.struct_size = offsetof(rootspan_device_access, stream);  // no published header ended there
   rootspan_device_access_request r = request();
   Err e;
-  ASSERT_EQ(rootspan_device_access_prepare(c, &r, &a, e.out()), ROOTSPAN_OK) << e.message();
-  EXPECT_EQ(a.struct_size, offsetof(rootspan_device_access, stream));
-  EXPECT_NE(a.device_ptr, nullptr);
-  EXPECT_EQ(a.device_ordinal, 1u);
+  ASSERT_EQ(rootspan_device_access_prepare(c, &r, &a, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e.cause(), "access.struct_size 24 is below its first published size (rootspan_device_access: expected " +
+                           std::to_string(ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE) + ", actual 24)");
   void *untouched = nullptr;
   std::memset(&untouched, 0xCD, sizeof untouched);
-  EXPECT_EQ(a.stream, untouched);
-  EXPECT_EQ(rootspan_device_access_release(c, &a), ROOTSPAN_OK);
+  EXPECT_EQ(a.device_ptr, untouched);
+  EXPECT_EQ(counters().prepare.load(), 0);
+  EXPECT_EQ(rootspan_device_access_release(c, &a), ROOTSPAN_ERR_INVALID_ARGUMENT);
   release(c);
 }
 

@@ -1,4 +1,4 @@
-// DESIGN 2.7 / 3.1 Diagnostics through the C API: every status code has a
+// docs/concepts.md Diagnostics through the C API: every status code has a
 // name; the error object's accessors (code, operation, message, cause,
 // policy, requested, resolution, values) and its free function; NULL error
 // pointers; element type names and sizes.
@@ -47,7 +47,7 @@ TEST(StatusNames, EveryCodeHasItsName) {
   for (rootspan_status s = 0; s <= ROOTSPAN_ERR_CANCELLED; ++s) EXPECT_STREQ(rootspan_status_name(s), names[s]) << s;
   EXPECT_STREQ(rootspan_status_name(31), "Unknown");
   EXPECT_STREQ(rootspan_status_name(-1), "Unknown");
-  // The pinned numbers of DESIGN 2's codes.
+  // The pinned numbers of docs/concepts.md codes.
   EXPECT_EQ(ROOTSPAN_ERR_RANGE_OVERFLOW, 2);
   EXPECT_EQ(ROOTSPAN_ERR_CONFLICT, 13);
   EXPECT_EQ(ROOTSPAN_ERR_INVALID_REQUEST, 18);
@@ -67,7 +67,7 @@ TEST(DTypes, NamesAndSizes) {
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F4), 0u);
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F6_E2M3), 0u);
   EXPECT_EQ(rootspan_dtype_size(-3), 0u);
-  EXPECT_STREQ(rootspan_version(), "0.1.0");
+  EXPECT_STREQ(rootspan_version(), "0.2.0");
 }
 
 TEST(ErrorObject, AccessorsOnNullAreSafe) {
@@ -101,7 +101,7 @@ TEST_F(Errors, EveryFieldOfAConflict) {
   EXPECT_STREQ(rootspan_error_operation(error), "claim");
   EXPECT_STREQ(rootspan_error_cause(error), "conflict with exclusive claim [0,96)");
   EXPECT_STREQ(rootspan_error_policy(error), "");
-  // The very shape of DESIGN 2.7's example, with this root's id and key.
+  // The very shape of docs/concepts.md example, with this root's id and key.
   EXPECT_EQ(std::string(rootspan_error_message(error)),
             "claim for root " + str(info.root_id) + " key (" + str(info.key.domain) + "," + str(info.key.local) +
                 ") range [64,128): unresolved: conflict with exclusive claim [0,96)");
@@ -118,12 +118,12 @@ TEST_F(Errors, EveryFieldOfAConflict) {
   std::uint64_t a = 5, b = 6;
   EXPECT_EQ(rootspan_error_values(error, &a, &b), 0);
   EXPECT_EQ(a, 5u) << "untouched when there are no values";
-  // A short reader struct (it knew only kind and root_id).
+  // A size below the struct's first published version is refused, unwritten.
   rootspan_requested small{};
   small.struct_size = offsetof(rootspan_requested, key);
   small.offset = 777;
-  ASSERT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_OK);
-  EXPECT_EQ(small.root_id, info.root_id);
+  ASSERT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(small.root_id, 0u);
   EXPECT_EQ(small.offset, 777u);
   small.struct_size = 0;
   EXPECT_EQ(rootspan_error_requested(error, &small), ROOTSPAN_ERR_INVALID_ARGUMENT);

@@ -1,4 +1,4 @@
-// DESIGN 2.1 Extent: RangeOverflow, InvalidAlignment, MisalignedOffset, in
+// docs/concepts.md Extent: RangeOverflow, InvalidAlignment, MisalignedOffset, in
 // that order when several fields are bad; zero length is allowed. The order is
 // checked on the core's own validate_extent and, end to end, on what a
 // misbehaving provider reports at import.

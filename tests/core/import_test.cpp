@@ -1,4 +1,4 @@
-// DESIGN 2.1 / 2.2 Import: DuplicateIdentity, DomainNotGranted, InvalidKey,
+// docs/concepts.md Import: DuplicateIdentity, DomainNotGranted, InvalidKey,
 // Misaligned host pointers, LengthMismatch, DTypeMismatch for typed roots; a
 // rejected allocation is released exactly once by the core; caller memory's
 // deleter runs exactly once (at release, or on a failed import); read-only,
@@ -210,8 +210,21 @@ TEST_F(Import, UnknownElementTypeIsRefusedBeforeTheProviderIsAsked) {
   rootspan_allocate_options o = allocate_options("test", 64, 64, 99);
   rootspan_root *root = nullptr;
   Err e;
-  ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: unknown element type 99");
+  ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: dtype 99 is not a rootspan_dtype value");
+  EXPECT_EQ(counters().allocate.load(), 0);
+}
+
+TEST_F(Import, UnknownMemoryKindIsInvalidArgumentNamingTheValue) {
+  rootspan_allocate_options o = allocate_options("test", 64, 64);
+  rootspan_root *root = nullptr;
+  Err e;
+  for (rootspan_memory_kind kind : {3, -1, 1000}) {
+    o.memory_kind = kind;
+    ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT) << kind;
+    EXPECT_EQ(e.cause(), "memory_kind " + std::to_string(kind) + " is not a rootspan_memory_kind value");
+    EXPECT_EQ(root, nullptr);
+  }
   EXPECT_EQ(counters().allocate.load(), 0);
 }
 
@@ -331,8 +344,8 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
   {
     SCOPED_TRACE("unknown element type");
     int deleted = 0;
-    expect_import_fails(host_import(buffer, 64, 64, 1234, &deleted), ROOTSPAN_ERR_DTYPE_MISMATCH, e);
-    EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: unknown element type 1234");
+    expect_import_fails(host_import(buffer, 64, 64, 1234, &deleted), ROOTSPAN_ERR_INVALID_ARGUMENT, e);
+    EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: dtype 1234 is not a rootspan_dtype value");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -435,19 +448,30 @@ TEST_F(Import, UntypedRootsReportNoElementType) {
   release(root);
 }
 
-TEST_F(Import, RootInfoHonoursAShortReaderStruct) {
+TEST_F(Import, RootInfoRefusesASizeBelowItsFirstVersionAndWritesNothing) {
   rootspan_root *root = allocate("host", 64);
   ASSERT_NE(root, nullptr);
-  // A reader built against a header that ended at byte_length.
+  // No published header ever ended at byte_length: refused, nothing written.
   rootspan_root_info info{};
   std::memset(&info, 0xAB, sizeof info);
   info.struct_size = offsetof(rootspan_root_info, alignment);
-  ASSERT_EQ(rootspan_root_get_info(root, &info), ROOTSPAN_OK);
-  EXPECT_EQ(info.byte_length, 64u);
-  EXPECT_EQ(info.struct_size, offsetof(rootspan_root_info, alignment));
+  ASSERT_EQ(rootspan_root_get_info(root, &info), ROOTSPAN_ERR_INVALID_ARGUMENT);
   std::uint64_t untouched = 0;
   std::memset(&untouched, 0xAB, sizeof untouched);
-  EXPECT_EQ(info.alignment, untouched) << "a field past the reader's struct_size was written";
+  EXPECT_EQ(info.byte_length, untouched) << "a field was written for a refused struct_size";
+  // A newer reader's larger struct gets the fields this core knows, and its
+  // struct_size is kept.
+  struct Newer {
+    rootspan_root_info info;
+    std::uint64_t future_field;
+  } newer;
+  std::memset(&newer, 0xAB, sizeof newer);
+  newer.info.struct_size = sizeof newer;
+  ASSERT_EQ(rootspan_root_get_info(root, &newer.info), ROOTSPAN_OK);
+  EXPECT_EQ(newer.info.struct_size, sizeof newer);
+  EXPECT_EQ(newer.info.byte_length, 64u);
+  EXPECT_STREQ(newer.info.provider, "host");
+  EXPECT_EQ(newer.future_field, untouched) << "a field past what the core knows was written";
   EXPECT_EQ(rootspan_root_get_info(root, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
   release(root);
 }

@@ -1,4 +1,4 @@
-// DESIGN 2.5 Mappings: map_read needs a claim, map_write an exclusive one;
+// docs/concepts.md Mappings: map_read needs a claim, map_write an exclusive one;
 // the element-type rule (typed roots: the same type or its complex/real
 // partner, C32<->F32, C64<->F64; untyped roots: any whole-byte type whose
 // size divides the span); element-aligned subranges; LengthMismatch and
@@ -186,9 +186,11 @@ TEST_F(Mapping, SubByteAndUnknownTypesAreRefused) {
     EXPECT_EQ(e.message(), root_request("map_read", root, 0, 64) + ": unresolved: " + rootspan_dtype_name(sub) +
                                " has no whole-byte size and cannot be mapped");
   }
-  ASSERT_EQ(map(c, 77, 0, 64, e), ROOTSPAN_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(e.cause(), "element type 77 is not a rootspan_dtype");
-  ASSERT_EQ(map(c, -1, 0, 64, e), ROOTSPAN_ERR_DTYPE_MISMATCH);
+  // Out-of-range enum values are InvalidArgument naming the value (types.h).
+  ASSERT_EQ(map(c, 77, 0, 64, e), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e.cause(), "dtype 77 is not a rootspan_dtype value");
+  ASSERT_EQ(map(c, -1, 0, 64, e), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(e.cause(), "dtype -1 is not a rootspan_dtype value");
   release(c);
   release(root);
 }

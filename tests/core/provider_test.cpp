@@ -1,4 +1,4 @@
-// Providers added in-process (rootspan_context_add_provider, DESIGN 3.2 / L6 /
+// Providers added in-process (rootspan_context_add_provider, docs/writing-a-provider.md / L6 /
 // L9): a second provider of a name is refused; a hook that throws becomes
 // ProviderFailure and the process keeps serving; a provider's own error
 // message passes through; reports; the host provider's device info.
@@ -277,15 +277,20 @@ TEST_F(Providers, DeviceInfoOfAnEmbeddedProviderAndAShortReader) {
   add(test_provider_entry);
   rootspan_device_info info{};
   std::memset(&info, 0x7F, sizeof info);
-  info.struct_size = offsetof(rootspan_device_info, total_memory_bytes);  // an older reader
+  info.struct_size = ROOTSPAN_DEVICE_INFO_STRUCT_SIZE;
   Err e;
   ASSERT_EQ(rootspan_provider_device_info(context_, "test", 1, &info, e.out()), ROOTSPAN_OK) << e.message();
   EXPECT_EQ(info.ordinal, 1u);
   EXPECT_STREQ(info.name, "test device 1");
   EXPECT_STREQ(info.pci_bus_id, "0000:01:00.0");
-  std::uint64_t untouched = 0;
-  std::memset(&untouched, 0x7F, sizeof untouched);
-  EXPECT_EQ(info.total_memory_bytes, untouched) << "a field past the reader's struct_size was written";
+  // A size no published header ever had is refused before the provider runs.
+  std::memset(&info, 0x7F, sizeof info);
+  info.struct_size = offsetof(rootspan_device_info, total_memory_bytes);
+  ASSERT_EQ(rootspan_provider_device_info(context_, "test", 1, &info, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(e.cause().find("rootspan_device_info: expected " + std::to_string(ROOTSPAN_DEVICE_INFO_STRUCT_SIZE)),
+            std::string::npos)
+      << e.message();
+  EXPECT_EQ(info.ordinal, 0x7F7F7F7Fu) << "a field was written for a refused struct_size";
 }
 
 TEST_F(Providers, AContextWithoutStaticProvidersHasNone) {

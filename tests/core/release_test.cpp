@@ -1,4 +1,4 @@
-// DESIGN 2.2 / 2.8 Release: Busy while claims live (nothing changes, the root
+// docs/concepts.md Release: Busy while claims live (nothing changes, the root
 // stays valid and usable); the provider's release hook runs exactly once;
 // destroying a context releases the remaining roots, each once, shuts the
 // providers down, and reports how many were live.
@@ -145,10 +145,23 @@ TEST_F(Release, AnEmptyContextReportsZero) {
 TEST_F(Release, ClaimsOnDifferentRootsDoNotHoldEachOtherUp) {
   rootspan_root *a = allocate("test", 32);
   rootspan_root *b = allocate("test", 32);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
   rootspan_claim *c = claim(a, 0, 32, ROOTSPAN_CLAIM_EXCLUSIVE);
-  release(b);  // a claim on a does not make b Busy
+  ASSERT_NE(c, nullptr);
+  // The same range of the other root is free, even exclusively.
+  rootspan_claim *on_b = claim(b, 0, 32, ROOTSPAN_CLAIM_EXCLUSIVE);
+  ASSERT_NE(on_b, nullptr);
+  release(on_b);
+  // a's claim holds a up, and only a.
+  Err e;
+  ASSERT_EQ(rootspan_root_release(a, e.out()), ROOTSPAN_ERR_BUSY);
+  EXPECT_EQ(e.cause(), "1 claims are live, the first: exclusive claim [0,32); the root stays valid");
+  ASSERT_EQ(rootspan_root_release(b, e.out()), ROOTSPAN_OK) << e.message();
+  EXPECT_EQ(counters().release.load(), 1) << "b reached its provider's release hook";
   release(c);
   release(a);
+  EXPECT_EQ(counters().release.load(), 2);
 }
 
 }  // namespace

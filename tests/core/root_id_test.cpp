@@ -1,4 +1,4 @@
-// DESIGN 2.1 Root id: fresh, never reused, non-zero, from one process-wide
+// docs/concepts.md Root id: fresh, never reused, non-zero, from one process-wide
 // counter shared by every context; exhaustion is RootIdExhausted, never a
 // wrap; two roots over the same memory get different ids.
 #include <limits>

@@ -1,4 +1,4 @@
-// DESIGN 2.3 Spans: derived from a range relative to one root, checked in
+// docs/concepts.md Spans: derived from a range relative to one root, checked in
 // order (root end overflow, relative end overflow -> RangeOverflow; absolute
 // offset overflow -> OffsetOverflow; outside the root -> OutsideRootExtent);
 // derived alignment = the root's at relative offset 0, else min(root

@@ -176,8 +176,18 @@ rootspan_status t_map(rootspan_provider_instance *, const rootspan_provider_allo
   return ROOTSPAN_OK;
 }
 
-void t_unmap(rootspan_provider_instance *, const rootspan_provider_allocation *, const rootspan_provider_mapping *) {
+// Whether the allocation's block was already released (an unmap or access
+// release that came too late).
+bool released_already(const rootspan_provider_allocation *allocation) {
+  State &s = state();
+  std::lock_guard lock(s.mutex);
+  return s.live.count(static_cast<const Block *>(allocation->provider_handle)) == 0;
+}
+
+void t_unmap(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
+             const rootspan_provider_mapping *) {
   ++state().counters.unmap;
+  if (released_already(allocation)) ++state().counters.unmap_after_release;
 }
 
 rootspan_status t_prepare(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
@@ -197,9 +207,10 @@ rootspan_status t_prepare(rootspan_provider_instance *, const rootspan_provider_
   return ROOTSPAN_OK;
 }
 
-void t_release_access(rootspan_provider_instance *, const rootspan_provider_allocation *,
+void t_release_access(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
                       const rootspan_device_access *) {
   ++state().counters.release_access;
+  if (released_already(allocation)) ++state().counters.access_released_after_release;
 }
 
 rootspan_status t_copy_from(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
@@ -270,8 +281,9 @@ void reset() {
   State &s = state();
   s.behaviour = Behaviour{};
   Counters &c = s.counters;
-  for (auto *a : {&c.init, &c.shutdown, &c.allocate, &c.allocated, &c.release, &c.double_release, &c.map, &c.unmap,
-                  &c.prepare, &c.release_access, &c.copy_from, &c.copy_to}) {
+  for (auto *a :
+       {&c.init, &c.shutdown, &c.allocate, &c.allocated, &c.release, &c.double_release, &c.map, &c.unmap, &c.prepare,
+        &c.release_access, &c.copy_from, &c.copy_to, &c.unmap_after_release, &c.access_released_after_release}) {
     *a = 0;
   }
   c.last_prepare_byte_offset = 0;

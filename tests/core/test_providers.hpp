@@ -1,4 +1,4 @@
-// In-process test providers for the core suites (DESIGN 5, "test providers").
+// In-process test providers for the core suites (docs/writing-a-provider.md, "test providers").
 //
 // The provider entry function takes no user pointer, so the behaviour of every
 // test provider is read from one global `Behaviour` that each test fixture
@@ -96,6 +96,8 @@ struct Counters {
   std::atomic<int> unmap{0};
   std::atomic<int> prepare{0};
   std::atomic<int> release_access{0};
+  std::atomic<int> unmap_after_release{0};            // unmap of an allocation already released
+  std::atomic<int> access_released_after_release{0};  // the same for a device access
   std::atomic<int> copy_from{0};
   std::atomic<int> copy_to{0};
   // What the last prepare_device_access saw.

@@ -1,4 +1,4 @@
-// libFuzzer target for the shard index reader (DESIGN 6.2, 9): any bytes must
+// libFuzzer target for the shard index reader (docs/weight-schema.md): any bytes must
 // give an index whose every file name is portable, or a Diagnostic — never a
 // crash, hang or exception. Seed corpus: tests/fuzz/corpus/index/.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// libFuzzer target for the manifest reader (DESIGN 9): any bytes must give a
+// libFuzzer target for the manifest reader (docs/troubleshooting.md): any bytes must give a
 // Manifest or a Diagnostic, never a crash, hang or exception. Seed corpus:
 // tests/fuzz/corpus/manifest/.
 #include <cstddef>

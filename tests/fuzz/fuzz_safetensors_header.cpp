@@ -1,4 +1,4 @@
-// libFuzzer target for the safetensors reader (DESIGN 6.2, 9): any bytes, read
+// libFuzzer target for the safetensors reader (docs/weight-schema.md): any bytes, read
 // as a whole file and as a header alone, must give a validated header or a
 // Diagnostic — never a crash, hang, exception or a header that breaks the
 // tiling rules. Seed corpus: tests/fuzz/corpus/safetensors_header/.

@@ -1,4 +1,4 @@
-// libFuzzer target for the component schema reader (DESIGN 6.3, 9): any bytes
+// libFuzzer target for the component schema reader (docs/weight-schema.md): any bytes
 // must give components that are each valid with a computable physical size,
 // or a Diagnostic — never a crash, hang or exception. Seed corpus:
 // tests/fuzz/corpus/schema/.

@@ -2,7 +2,7 @@
 // CUDA provider (the embedding API: a device root, an exclusive claim,
 // rootspan_copy_from_host / rootspan_copy_to_host) against plain cudaMemcpy in
 // the same program, on the same buffers, interleaved rep by rep so that a
-// noisy machine disturbs both alike (DESIGN 8). Sources are pinned (a
+// noisy machine disturbs both alike (bench/). Sources are pinned (a
 // HOST_PINNED root of the provider, mapped) and pageable (ordinary memory,
 // touched before use).
 //

@@ -302,19 +302,33 @@ TEST_P(DeviceTest, ZeroLengthRootsAndWrongOrdinals) {
 }
 
 TEST_P(DeviceTest, ContextDestroyReleasesLiveRoots) {
+  constexpr std::uint64_t kBytes = std::uint64_t{128} << 20;
+  // The device's free memory as the runtime reports it, through the fixture's
+  // own context (device memory is per device, not per context).
+  auto free_memory = [&] {
+    rootspan_device_info info{};
+    info.struct_size = sizeof info;
+    EXPECT_EQ(rootspan_provider_device_info(context_->get(), kind().c_str(), 0, &info, nullptr), ROOTSPAN_OK);
+    return info.free_memory_bytes;
+  };
   ManifestContext other(kind());
   ASSERT_EQ(other.status(), ROOTSPAN_OK) << other.error();
   rootspan_allocate_options options{};
   options.struct_size = sizeof options;
   options.provider = kind().c_str();
   options.memory_kind = ROOTSPAN_MEMORY_DEVICE;
-  options.byte_length = 1 << 20;
+  options.byte_length = kBytes;
+  const std::uint64_t before = free_memory();
   for (int i = 0; i < 3; ++i) {
     rootspan_root *root = nullptr;
     ASSERT_EQ(rootspan_root_allocate(other.get(), &options, &root, nullptr), ROOTSPAN_OK);
   }
-  // ~ManifestContext destroys it with three live roots: each is released
-  // through the provider before it shuts down.
+  const std::uint64_t held = free_memory();
+  ASSERT_LE(held + 3 * kBytes, before + (std::uint64_t{32} << 20)) << "the three roots did not take device memory";
+  // Destroyed with three live roots: each is released through the provider
+  // before it shuts down, and the device gets its memory back.
+  EXPECT_EQ(other.destroy(), 3u);
+  EXPECT_GE(free_memory() + (std::uint64_t{32} << 20), held + 3 * kBytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, DeviceTest, ::testing::Values("cuda", "rocm"), kind_name);

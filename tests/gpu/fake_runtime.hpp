@@ -3,8 +3,11 @@
 // padding, pinned and registered memory, device access, copies, events, and
 // waiting before release) is tested on machines without a GPU.
 //
-// "Device memory" is host memory the provider never gets a host view of.
-// The fake is deliberately unhelpful where a careless provider would slip:
+// "Device memory" is host memory mapped PROT_NONE: only the fake's own copies
+// (memcpy_async, when the stream runs) open it for the moment they copy, so a
+// provider (or anything above it) that touches a device pointer on the host
+// crashes instead of passing. The fake is deliberately unhelpful where a
+// careless provider would slip:
 // - device pointers are 256-byte aligned and never 512-byte aligned, pinned
 //   ones page aligned and never two-page aligned, so larger alignments need
 //   padding;
@@ -14,6 +17,9 @@
 // - memory marked read-only registers only with the read-only flag.
 // One global state, reset by reset(); the tests using it run on one thread.
 #pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -49,7 +55,8 @@ struct Event {
 };
 
 struct Allocation {
-  void *real = nullptr;
+  void *real = nullptr;    // what aligned_alloc (pinned) or mmap (device) returned
+  std::size_t mapped = 0;  // device memory: the length of the mapping at real
   std::size_t bytes = 0;
   bool pinned = false;
   int device = 0;
@@ -86,8 +93,16 @@ inline bool any_pending() {
 }
 
 // Frees what a test leaked and starts over with `devices` devices.
+inline void free_allocation(const Allocation &a) {
+  if (a.pinned) {
+    std::free(a.real);
+  } else {
+    ::munmap(a.real, a.mapped);
+  }
+}
+
 inline void reset(int devices = 2) {
-  for (auto &[p, a] : state().allocations) std::free(a.real);
+  for (auto &[p, a] : state().allocations) free_allocation(a);
   for (Stream *s : state().streams) delete s;
   state() = State{};
   state().devices = devices;
@@ -99,6 +114,41 @@ inline void *oddly_aligned(std::size_t bytes, std::size_t grain, void **real) {
   const std::size_t total = (bytes + grain + 2 * grain - 1) / (2 * grain) * (2 * grain);
   *real = std::aligned_alloc(2 * grain, total);
   return *real == nullptr ? nullptr : static_cast<char *>(*real) + grain;
+}
+
+// Device memory: a PROT_NONE mapping; the pointer handed out is `grain`
+// bytes into it (page aligned + 256: 256-aligned, never 512-aligned).
+inline void *device_mapping(std::size_t bytes, std::size_t grain, Allocation *a) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  a->mapped = (bytes + grain + page - 1) / page * page;
+  void *base = ::mmap(nullptr, a->mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  a->real = base;
+  return static_cast<char *>(base) + grain;
+}
+
+// The device allocation that holds [p, p + bytes), or nullptr (host memory).
+inline const Allocation *device_allocation_of(const void *p, std::size_t bytes) {
+  const char *c = static_cast<const char *>(p);
+  for (const auto &[handed_out, a] : state().allocations) {
+    const char *start = static_cast<const char *>(handed_out);
+    if (!a.pinned && c >= start && c + bytes <= start + a.bytes) return &a;
+  }
+  return nullptr;
+}
+
+// A copy as the device's copy engine does it: device memory is opened for
+// the copy and closed again right after.
+inline void engine_copy(void *destination, const void *source, std::size_t bytes) {
+  const Allocation *to = device_allocation_of(destination, bytes);
+  const Allocation *from = device_allocation_of(source, bytes);
+  for (const Allocation *a : {to, from}) {
+    if (a != nullptr) ::mprotect(a->real, a->mapped, PROT_READ | PROT_WRITE);
+  }
+  std::memcpy(destination, source, bytes);
+  for (const Allocation *a : {to, from}) {
+    if (a != nullptr) ::mprotect(a->real, a->mapped, PROT_NONE);
+  }
 }
 
 struct Runtime {
@@ -186,7 +236,7 @@ struct Runtime {
       return e;
     }
     Allocation a;
-    *p = oddly_aligned(bytes, pinned ? 4096 : 256, &a.real);
+    *p = pinned ? oddly_aligned(bytes, 4096, &a.real) : device_mapping(bytes, 256, &a);
     if (*p == nullptr) return kMemoryAllocation;
     a.bytes = bytes;
     a.pinned = pinned;
@@ -202,7 +252,7 @@ struct Runtime {
       return kInvalidValue;
     }
     if (any_pending()) ++state().pending_at_free;
-    std::free(found->second.real);
+    free_allocation(found->second);
     state().allocations.erase(found);
     return fake_gpu::kSuccess;
   }
@@ -254,7 +304,7 @@ struct Runtime {
     return fake_gpu::kSuccess;
   }
   static error_t memcpy_async(void *destination, const void *source, std::size_t bytes, stream_t s) {
-    s->pending.push_back([=] { std::memcpy(destination, source, bytes); });
+    s->pending.push_back([=] { engine_copy(destination, source, bytes); });
     return fake_gpu::kSuccess;
   }
 

@@ -124,6 +124,16 @@ class ManifestContext {
   rootspan_status status() const { return status_; }
   std::string error() const { return message_of(error_.get()); }
   rootspan_context *get() const { return context_; }
+
+  // Destroys the context now; returns how many roots were still live.
+  std::uint64_t destroy() {
+    std::uint64_t live = 0;
+    if (context_ != nullptr) {
+      EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
+    }
+    context_ = nullptr;
+    return live;
+  }
   const std::filesystem::path &manifest() const { return manifest_; }
 
   // The report of the provider named `kind`; fails the test when absent.

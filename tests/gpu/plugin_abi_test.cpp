@@ -241,28 +241,48 @@ TEST_P(PluginDeviceTest, AsynchronousCopiesCompleteThroughEvents) {
 
 TEST_P(PluginDeviceTest, ReleaseWaitsForOutstandingCopies) {
   constexpr std::uint64_t kBytes = 64 << 20;
-  rootspan_provider_allocation pinned{};
+  rootspan_provider_allocation source{};
+  rootspan_provider_allocation back{};
   rootspan_provider_allocation device{};
   std::string text;
-  ASSERT_EQ(plugin_->allocate(ROOTSPAN_MEMORY_HOST_PINNED, kBytes, 4096, &pinned, &text), ROOTSPAN_OK) << text;
+  ASSERT_EQ(plugin_->allocate(ROOTSPAN_MEMORY_HOST_PINNED, kBytes, 4096, &source, &text), ROOTSPAN_OK) << text;
+  ASSERT_EQ(plugin_->allocate(ROOTSPAN_MEMORY_HOST_PINNED, kBytes, 4096, &back, &text), ROOTSPAN_OK) << text;
   ASSERT_EQ(plugin_->allocate(ROOTSPAN_MEMORY_DEVICE, kBytes, 256, &device, &text), ROOTSPAN_OK) << text;
-  std::memset(pinned.host_base, 0x5a, kBytes);
-  rootspan_provider_event *event = nullptr;
+  std::memset(source.host_base, 0x5a, kBytes);
+  std::memset(back.host_base, 0, kBytes);
+  rootspan_provider_event *up = nullptr;
+  rootspan_provider_event *down = nullptr;
   ASSERT_EQ(plugin_->call(
                 [&](rootspan_provider_message *m) {
-                  return t().copy_from_host(plugin_->instance(), &device, 0, pinned.host_base, kBytes, &event, m);
+                  return t().copy_from_host(plugin_->instance(), &device, 0, source.host_base, kBytes, &up, m);
                 },
                 &text),
             ROOTSPAN_OK)
       << text;
-  // Released with the copy in flight: release waits, then frees; the event
-  // stays valid to wait on.
-  t().release(plugin_->instance(), &device);
-  t().release(plugin_->instance(), &pinned);
-  EXPECT_EQ(
-      plugin_->call([&](rootspan_provider_message *m) { return t().event_wait(plugin_->instance(), event, m); }, &text),
-      ROOTSPAN_OK)
+  ASSERT_EQ(plugin_->call(
+                [&](rootspan_provider_message *m) {
+                  return t().copy_to_host(plugin_->instance(), &device, 0, back.host_base, kBytes, &down, m);
+                },
+                &text),
+            ROOTSPAN_OK)
       << text;
+  // Released with both copies in flight: release waits for them, then frees.
+  // So once it returns, and before any event is waited on, the round trip
+  // has landed in full.
+  t().release(plugin_->instance(), &device);
+  const auto *landed = static_cast<const unsigned char *>(back.host_base);
+  EXPECT_EQ(landed[0], 0x5a);
+  EXPECT_EQ(landed[kBytes - 1], 0x5a);
+  EXPECT_EQ(std::memcmp(back.host_base, source.host_base, kBytes), 0);
+  // The events stay valid to wait on after the release.
+  for (rootspan_provider_event *event : {up, down}) {
+    EXPECT_EQ(plugin_->call([&](rootspan_provider_message *m) { return t().event_wait(plugin_->instance(), event, m); },
+                            &text),
+              ROOTSPAN_OK)
+        << text;
+  }
+  t().release(plugin_->instance(), &back);
+  t().release(plugin_->instance(), &source);
 }
 
 TEST_P(PluginDeviceTest, CopiesOutsideTheAllocationAreRefused) {

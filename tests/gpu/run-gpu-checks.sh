@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the GPU checks on a machine with an NVIDIA GPU, from a build made
-# elsewhere and carried over (DESIGN 5, issue 4):
+# elsewhere and carried over (docs/writing-a-provider.md, issue 4):
 #
 #   tests/gpu/run-gpu-checks.sh [--allow-no-device] [BUILD_DIR]
 #

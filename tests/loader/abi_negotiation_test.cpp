@@ -134,6 +134,17 @@ TEST_F(Negotiation, StructSizeMustReachTheRequiredEntries) {
                               std::to_string(offsetof(rootspan_provider_table, release))));
 }
 
+TEST_F(Negotiation, AStructSizeEndingInsideAnOptionalEntryIsRefused) {
+  g_table.struct_size = offsetof(rootspan_provider_table, map_read) + 4;
+  Diagnostic d = refused();
+  EXPECT_TRUE(HasPolicy(d, "L6", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(HasValues(d, ROOTSPAN_PROVIDER_TABLE_STRUCT_SIZE, offsetof(rootspan_provider_table, map_read) + 4));
+  EXPECT_TRUE(Mentions(d, "ends inside a function pointer"));
+  // An older table that ends between two entries is fine.
+  g_table.struct_size = offsetof(rootspan_provider_table, map_read);
+  EXPECT_TRUE(negotiate(entry_returning_table, expected).has_value());
+}
+
 TEST_F(Negotiation, MajorMustBeEqual) {
   g_table.abi_major = 2;
   Diagnostic d = refused();

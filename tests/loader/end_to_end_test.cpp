@@ -13,6 +13,7 @@
 #include "core/manifest_discovery.hpp"
 #include "core/plugin_file_check.hpp"
 #include "core/plugin_library.hpp"
+#include "swap_on_open.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {
@@ -169,12 +170,51 @@ TEST(LoaderEndToEnd, ShippedDefaultManifestsHostEntryLoads) {
   options.manifests = {path.string()};
   auto context = Context::create(options);
   ASSERT_TRUE(context) << context.error().message();
+  const std::vector<ProviderReport> reports = context.value()->reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const ProviderReport &report = reports[0];
+  EXPECT_EQ(report.name, "host");
+  EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.reason;
+  EXPECT_EQ(report.origin, ROOTSPAN_ORIGIN_MANIFEST);
+  EXPECT_EQ(report.device_count, 1u);
+  AllocateOptions allocate;
+  allocate.provider = "host";
+  allocate.byte_length = 4096;
+  auto root = context.value()->allocate(allocate);
+  ASSERT_TRUE(root) << root.error().message();
+  EXPECT_TRUE(context.value()->release(root.value()));
+}
+
+// L4/L5 through a context: the bytes hashed are the bytes loaded. The pinned
+// file is replaced by another valid plugin the moment the loader opens it, so
+// a loader that hashed, or loaded, what the path names afterwards would see
+// the test plugin (another digest, another provider name) instead of the host
+// plugin that the manifest pins.
+TEST(LoaderEndToEnd, BytesLoadedAreTheBytesHashedEvenWhenThePathIsSwapped) {
+  TempDir dir;
+  const fs::path plugin = dir.copy(LOADER_TEST_HOST_PLUGIN, "lib/libpinned.so");
+  const fs::path replacement = dir.copy(kGood, "lib/libreplacement.so");
+  const std::string pinned = digest_of(plugin);
+  const std::string replaced = digest_of(replacement);
+  ASSERT_NE(pinned, replaced);
+  const fs::path manifest = dir.write("providers.json", R"({"file_format_version": "1.0.0", "providers": [
+      {"name": "host", "kind": "host", "library": ")" + plugin.string() +
+                                                            R"(", "abi": {"major": 1, "minor": 1}, "sha256": ")" +
+                                                            pinned + R"("}]})");
+  ASSERT_TRUE(test::swap_on_next_open(plugin.string(), replacement.string()));
+  ContextOptions options;
+  options.static_providers = false;
+  options.manifests = {manifest.string()};
+  auto context = Context::create(options);
+  test::disarm_swap_on_open();
+  ASSERT_TRUE(context) << context.error().message();
+  ASSERT_TRUE(test::swap_happened()) << "the loader never opened " << plugin;
+  EXPECT_EQ(digest_of(plugin), replaced) << "the path does not name the replacement";
   ASSERT_EQ(context.value()->reports().size(), 1u);
-  const ProviderReport &host = context.value()->reports()[0];
-  EXPECT_EQ(host.name, "host");
-  EXPECT_EQ(host.state, ROOTSPAN_PROVIDER_LOADED) << host.reason;
-  EXPECT_EQ(host.origin, ROOTSPAN_ORIGIN_MANIFEST);
-  EXPECT_EQ(host.device_count, 1u);
+  const ProviderReport &report = context.value()->reports()[0];
+  EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.policy << ": " << report.reason;
+  EXPECT_EQ(report.kind, "host");
+  EXPECT_EQ(report.device_count, 1u);
   AllocateOptions allocate;
   allocate.provider = "host";
   allocate.byte_length = 4096;
@@ -190,19 +230,32 @@ TEST(LoaderEndToEnd, ShippedSchemaIsDraft202012) {
   EXPECT_EQ(schema["required"], nlohmann::json::array({"file_format_version", "providers"}));
 }
 
+// Each manifest seed names its verdict: invalid-* is refused as a whole
+// (L1); valid-* reads, and valid-skips-* skips at least one entry, each with
+// its policy, while the other valid seeds skip none.
 TEST(LoaderEndToEnd, FuzzSeedCorpusParsesWithoutSurprises) {
   fs::path corpus = kSourceRoot / "tests/fuzz/corpus/manifest";
-  std::size_t files = 0;
+  std::size_t valid = 0, invalid = 0;
   for (const auto &f : fs::directory_iterator(corpus)) {
-    ++files;
+    const std::string name = f.path().filename().string();
+    SCOPED_TRACE(name);
     auto m = read_manifest(f.path());
-    if (!m) {
-      EXPECT_EQ(m.error().policy, "L1") << f.path();
-      continue;
+    if (name.rfind("invalid-", 0) == 0) {
+      ++invalid;
+      ASSERT_FALSE(m) << "an invalid seed was read";
+      EXPECT_TRUE(HasPolicy(m.error(), "L1", ROOTSPAN_ERR_INVALID_MANIFEST)) << m.error().message();
+    } else if (name.rfind("valid-", 0) == 0) {
+      ++valid;
+      ASSERT_TRUE(m) << m.error().message();
+      const bool skips = name.rfind("valid-skips-", 0) == 0;
+      EXPECT_EQ(!m.value().skipped.empty(), skips) << m.value().skipped.size() << " entries skipped";
+      for (const auto &skipped : m.value().skipped) EXPECT_FALSE(skipped.error.policy.empty());
+    } else {
+      ADD_FAILURE() << "a seed must be named valid-* or invalid-*";
     }
-    for (const auto &s : m.value().skipped) EXPECT_FALSE(s.error.policy.empty()) << f.path();
   }
-  EXPECT_GE(files, 6u);
+  EXPECT_GE(valid, 5u);
+  EXPECT_GE(invalid, 2u);
 }
 
 }  // namespace

@@ -56,6 +56,19 @@ TEST(ManifestL1, NotJsonFailsTheFile) {
   EXPECT_TRUE(Mentions(d, "not JSON"));
 }
 
+TEST(ManifestL1, ADuplicateKeyFailsTheFile) {
+  // Two readers of this file could pick different libraries: refused.
+  Diagnostic d = parse_error(
+      R"({"file_format_version": "1.0.0", "providers": [{"name": "a", "name": "b"}]})");
+  EXPECT_TRUE(HasPolicy(d, "L1", ROOTSPAN_ERR_INVALID_MANIFEST));
+  EXPECT_TRUE(Mentions(d, kOrigin.string()));
+  EXPECT_TRUE(Mentions(d, "duplicate key \"name\"")) << d.message();
+  Diagnostic top = parse_error(R"({"file_format_version": "1.0.0", "file_format_version": "1.0.0", "providers": []})");
+  EXPECT_TRUE(Mentions(top, "duplicate key \"file_format_version\"")) << top.message();
+  Diagnostic nul = parse_error(std::string(R"({"file_format_version": "1.0.0", "providers": []})") + '\0' + "{}");
+  EXPECT_TRUE(Mentions(nul, "NUL byte")) << nul.message();
+}
+
 TEST(ManifestL1, TopLevelMustBeAnObject) {
   Diagnostic d = parse_error("[1, 2]");
   EXPECT_TRUE(HasPolicy(d, "L1", ROOTSPAN_ERR_INVALID_MANIFEST));

@@ -26,6 +26,7 @@ const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
 const fs::path kNoEntry = LOADER_TEST_NO_ENTRY_PLUGIN;
 const fs::path kEntryIsData = LOADER_TEST_ENTRY_IS_DATA_PLUGIN;
 const fs::path kNeedsMissing = LOADER_TEST_NEEDS_MISSING_PLUGIN;
+const fs::path kUndefinedFunction = LOADER_TEST_UNDEFINED_FUNCTION_PLUGIN;
 
 Result<LoadedLibrary> check_and_load(const fs::path &path) {
   auto checked = check_plugin_file(path);
@@ -65,6 +66,15 @@ TEST(PluginLibraryL5, MissingDependencyIsNamedWithTheLoadersOwnText) {
   EXPECT_TRUE(Mentions(d, "dlopen(RTLD_NOW | RTLD_LOCAL) failed: "));
   EXPECT_TRUE(Mentions(d, "librootspan-test-missing-dep.so: cannot open shared object file"));
   EXPECT_FALSE(Mentions(d, "Bad file descriptor"));
+}
+
+// RTLD_NOW: a function symbol that nothing defines fails the load itself,
+// with the dynamic loader's text, instead of crashing at the first call.
+TEST(PluginLibraryL5, AnUndefinedFunctionFailsTheLoadNotTheFirstCall) {
+  Diagnostic d = load_error(kUndefinedFunction);
+  EXPECT_TRUE(HasPolicy(d, "L5", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(d, "dlopen(RTLD_NOW | RTLD_LOCAL) failed: "));
+  EXPECT_TRUE(Mentions(d, "undefined symbol: rootspan_test_function_nobody_defines"));
 }
 
 TEST(PluginLibraryL5, TheFileSwappedAfterTheCheckIsNotTheOneLoaded) {

@@ -1,4 +1,4 @@
-// The provider choice (DESIGN 5, 7): "auto" takes the highest priority among
+// The provider choice (docs/writing-a-provider.md): "auto" takes the highest priority among
 // started providers with a device, the first listed on a tie; a name or an
 // ordinal that does not exist is NOT_FOUND and lists what exists.
 #include <gtest/gtest.h>

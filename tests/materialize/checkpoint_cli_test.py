@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`rootspan inspect` and `rootspan load` on checkpoints where users keep
-them (DESIGN 6.2, 7): Hugging Face cache repositories (refs/main and
+them (docs/weight-schema.md): Hugging Face cache repositories (refs/main and
 --revision), the index file itself, links into and out of the trusted
 folders, FIFOs; and subsets: `load --tensors PATTERN`, `inspect --schema`.
 Every refusal exits 3 with a JSON error naming what was wrong.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`rootspan load` and `rootspan inspect` (DESIGN 6.2-6.4, 7): the JSON
+"""`rootspan load` and `rootspan inspect` (docs/weight-schema.md): the JSON
 shapes, the exit statuses, and one hand-built broken file per rule, each of
 which must exit with status 3 and name what was wrong in a JSON error on
 stderr.
@@ -328,7 +328,7 @@ def test_example(example):
           named.stderr)
 
 
-# ---- DESIGN 6.2: one file per rule ------------------------------------------
+# ---- docs/weight-schema.md: one file per rule ------------------------------------------
 
 def test_safetensors_rules():
     d = folder("rules")
@@ -415,7 +415,7 @@ def test_safetensors_rules():
     expect_invalid_checkpoint("header not JSON", write(p("not-json"), raw_file(b'{"w":', 0)), ["not valid JSON"])
 
 
-# ---- DESIGN 6.2: sharded checkpoints -----------------------------------------
+# ---- docs/weight-schema.md: sharded checkpoints -----------------------------------------
 
 def test_index_rules():
     a = [("t.a", "F32", [4])]
@@ -481,7 +481,7 @@ def test_index_rules():
     check(r.returncode == 0, "total_size is advisory: %s" % r.stderr)
 
 
-# ---- DESIGN 6.3, 6.4: schemas -----------------------------------------------
+# ---- docs/weight-schema.md: schemas -----------------------------------------------
 
 def component(cid="w", role="values", sources=("w",), dims=(2, 4), encoding=None, required=True):
     return {"id": cid, "role": role, "sources": list(sources), "dimensions": list(dims),

@@ -45,7 +45,7 @@ struct WrittenFile {
 };
 
 // Writes `tensors` back to back into dir/name. The header is padded with
-// trailing spaces (allowed by DESIGN 6.2) until the data section starts at a
+// trailing spaces (allowed by docs/weight-schema.md) until the data section starts at a
 // file offset that is `remainder` modulo `modulus`. Data bytes come from a
 // generator seeded by `seed`.
 inline WrittenFile write_safetensors(const TempDir &dir, const fs::path &name, const std::vector<TensorSpec> &tensors,

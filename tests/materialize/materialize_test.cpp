@@ -1,4 +1,4 @@
-// Materialization through the C++ API (DESIGN 6.5): rootspan::weights::
+// Materialization through the C++ API (docs/weight-schema.md): rootspan::weights::
 // load_components into the host provider and into an in-process provider
 // without host access (upload_provider.hpp), with staging chunks, progress,
 // cancellation, and failures that must leave no root behind.
@@ -374,7 +374,7 @@ TEST_P(TruncatedAfterOpen, FailsUploadingToo) {
   EXPECT_EQ(upload_live_blocks(), 0);
 }
 
-// DESIGN 6.5: a failed load names the component, the tensor, the file, and
+// docs/weight-schema.md: a failed load names the component, the tensor, the file, and
 // the expected and actual values.
 TEST_P(TruncatedAfterOpen, TheErrorNamesComponentTensorFileAndValues) {
   const WrittenFile file = write_safetensors(dir_, "shard.safetensors", {{"model.w", "F32", {2048}}}, 18);

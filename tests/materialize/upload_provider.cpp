@@ -98,6 +98,7 @@ rootspan_status u_allocate(rootspan_provider_instance *instance, const rootspan_
 }
 
 void u_release(rootspan_provider_instance *, const rootspan_provider_allocation *allocation) {
+  if (state().behaviour.on_release) state().behaviour.on_release();
   State &s = state();
   ++s.counters.release;
   Block *block = as_block(allocation);

@@ -1,6 +1,6 @@
 // A tiny in-process provider for the materialization tests: simulated device
 // memory without host access (no host_base, no map hooks), reachable only
-// through its copy hooks, so that a load must upload into it (DESIGN 6.5).
+// through its copy hooks, so that a load must upload into it (docs/weight-schema.md).
 //
 // Its behaviour is read from one global `UploadBehaviour` that each test
 // resets (upload_reset); counters record every hook call and every copy, so a
@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct UploadBehaviour {
   int fail_allocate_at = 0;   // the n-th allocate call (from 1) fails with OUT_OF_MEMORY; 0: never
   int fail_copy_from_at = 0;  // the n-th copy_from_host call (from 1) fails with PROVIDER_FAILURE; 0: never
   std::uint32_t device_count = 1;
+  std::function<void()> on_release;  // runs inside every release hook call
 };
 
 struct UploadCopy {

@@ -1,4 +1,4 @@
-// Materialization through the C API of weights.h (DESIGN 6.5, 3.1):
+// Materialization through the C API of weights.h (docs/weight-schema.md):
 // rootspan_weights_load and its accessors, as an embedding program sees them.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -323,7 +323,7 @@ TEST_F(WeightsCApiTest, AnAllocationFailureOnTheSecondComponentReleasesTheFirst)
 
 TEST_F(WeightsCApiTest, AFileTruncatedAfterItsHeaderWasReadFailsWithNoRootLeft) {
   // The C API opens and loads in one call; a file that is already short when
-  // it is opened is rejected by the header check (DESIGN 6.2), with exit
+  // it is opened is rejected by the header check (docs/weight-schema.md), with exit
   // status 3 in the CLI. Truncation between open and load is covered by
   // materialize_test.cpp (TruncatedAfterOpen).
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {64}}}, 64);
@@ -501,27 +501,36 @@ TEST_F(WeightsCApiTest, ABlockQuantizedComponentLoadsItsBlocks) {
 
 int cancel_always(void *, const rootspan_load_progress *) { return 1; }
 
-TEST_F(WeightsCApiTest, FieldsPastAnOlderOptionsStructSizeAreIgnored) {
+TEST_F(WeightsCApiTest, OptionsBelowTheirFirstPublishedSizeAreRefused) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 105);
   rootspan_load_options o = options();
-  o.progress = cancel_always;  // beyond the size the "older" caller set
-  o.struct_size = offsetof(rootspan_load_options, progress);
-  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
-  EXPECT_EQ(count(), 1u);
+  o.progress = cancel_always;
+  o.struct_size = offsetof(rootspan_load_options, progress);  // no published header ended there
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("rootspan_load_options: expected " + std::to_string(ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE)),
+            std::string::npos)
+      << message();
+  EXPECT_EQ(live_roots(), 0u);
 }
 
 TEST_F(WeightsCApiTest, ComponentInfoWritesOnlyWithinTheCallersStructSize) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {16}}}, 106);
   ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  // The published size: every field written.
   rootspan_component_info i{};
-  i.struct_size = offsetof(rootspan_component_info, segments);
-  i.segments = 777;
-  i.zero_copy = 555;
+  i.struct_size = ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE;
   ASSERT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_OK);
   EXPECT_STREQ(i.id, "a");
   EXPECT_EQ(i.byte_length, 16u);
+  EXPECT_EQ(i.segments, 1u);
+  // A size ending inside a field: refused, nothing written.
+  i = rootspan_component_info{};
+  i.struct_size = offsetof(rootspan_component_info, segments) + 4;
+  i.segments = 777;
+  EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(i.id, nullptr);
   EXPECT_EQ(i.segments, 777u);
-  EXPECT_EQ(i.zero_copy, 555);
+  i.struct_size = ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE;
   EXPECT_EQ(rootspan_weights_component(weights_, 1, &i), ROOTSPAN_ERR_NOT_FOUND);
   i.struct_size = 0;
   EXPECT_EQ(rootspan_weights_component(weights_, 0, &i), ROOTSPAN_ERR_INVALID_ARGUMENT);
@@ -711,22 +720,27 @@ TEST_F(WeightsCApiTest, AnOlderCallersSmallerComponentInfoGetsOnlyTheOldFields) 
   EXPECT_EQ(old_caller.info.zero_copy, 1);
   for (unsigned char byte : old_caller.after) ASSERT_EQ(byte, 0xAB);
 
-  // A size that ends inside the new fields: those before it written, the
-  // rest untouched.
+  // An old caller that set sizeof its struct (the end of zero_copy rounded
+  // up to the struct's alignment) is the same version: the old fields only.
+  std::memset(&old_caller, 0xAB, sizeof old_caller);
+  const std::size_t padded = (offsetof(rootspan_component_info, zero_copy) + sizeof(int32_t) +
+                              alignof(rootspan_component_info) - 1) /
+                             alignof(rootspan_component_info) * alignof(rootspan_component_info);
+  old_caller.info.struct_size = padded;
+  ASSERT_EQ(rootspan_weights_component(weights_, 0, reinterpret_cast<rootspan_component_info *>(&old_caller.info)),
+            ROOTSPAN_OK);
+  EXPECT_STREQ(old_caller.info.id, "a");
+  for (unsigned char byte : old_caller.after) ASSERT_EQ(byte, 0xAB);
+
+  // A size that was never published and ends inside the new fields is
+  // refused, and nothing is written.
   rootspan_component_info partial;
   std::memset(&partial, 0xCD, sizeof partial);
-  const rootspan_component_info untouched = partial;
   partial.struct_size = offsetof(rootspan_component_info, values_per_block);
-  ASSERT_EQ(rootspan_weights_component(weights_, 0, &partial), ROOTSPAN_OK);
-  EXPECT_EQ(partial.read_only, 1);
-  EXPECT_EQ(partial.dtype, ROOTSPAN_DTYPE_F32);
-  EXPECT_EQ(partial.role, ROOTSPAN_ROLE_VALUES);
-  EXPECT_EQ(partial.encoding, ROOTSPAN_ENCODING_DENSE);
-  EXPECT_EQ(partial.format_id, nullptr);
-  EXPECT_EQ(partial.values_per_block, untouched.values_per_block);
-  EXPECT_EQ(partial.bytes_per_block, untouched.bytes_per_block);
-  EXPECT_EQ(partial.rank, untouched.rank);
-  EXPECT_EQ(partial.shape, untouched.shape);
+  rootspan_component_info untouched;
+  std::memcpy(&untouched, &partial, sizeof partial);
+  ASSERT_EQ(rootspan_weights_component(weights_, 0, &partial), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::memcmp(&partial, &untouched, sizeof partial), 0);
 }
 
 // ---- arguments and devices ------------------------------------------------

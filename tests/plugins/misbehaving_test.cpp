@@ -1,4 +1,4 @@
-// Every misbehaving provider of DESIGN 5, loaded through a manifest beside the
+// Every misbehaving provider of docs/writing-a-provider.md, loaded through a manifest beside the
 // well-behaved simulated device provider. For each: the exact error code, the
 // policy or rule it names, that the process goes on, and that the neighbour
 // keeps working.
@@ -236,7 +236,7 @@ void PrintTo(const ImportCase &c, std::ostream *os) { *os << c.label; }
 const ImportCase kImportCases[] = {
     {"DomainNotGranted", "foreign-domain", ROOTSPAN_ERR_DOMAIN_NOT_GRANTED, "L9",
      "provider 'foreign-domain' reported domain 18446744073709551615, which it was not granted", std::nullopt},
-    // The offset is also misaligned: overflow is checked first (DESIGN 2.1).
+    // The offset is also misaligned: overflow is checked first (docs/concepts.md).
     {"ExtentOverflow", "extent-overflow", ROOTSPAN_ERR_RANGE_OVERFLOW, "L9",
      "offset 18446744073709551607 + length 256 overflows 64 bits", std::nullopt},
     {"MisalignedOffset", "misaligned-offset", ROOTSPAN_ERR_MISALIGNED_OFFSET, "L9",
@@ -319,7 +319,7 @@ TEST(ImportBreach, DuplicateKeyIsRefusedWhileTheFirstRootLives) {
   ExpectSimdevWorks(created.context.get());
 }
 
-// ---- mappings (DESIGN 2.5, checked on what the provider returned) ----------
+// ---- mappings (docs/concepts.md, checked on what the provider returned) ----------
 
 struct MappingCase {
   const char *label;

@@ -62,7 +62,7 @@ class TempDir {
   fs::path path_;
 };
 
-// One manifest entry (DESIGN 4).
+// One manifest entry (docs/loader-policies.md).
 struct Entry {
   std::string name;
   std::string kind = "test";

@@ -1,6 +1,6 @@
 // One provider suite, two providers: the host provider compiled into
 // librootspan (static) and the same source built as librootspan-host.so and
-// loaded through a manifest (dynamic). Both must pass it (DESIGN 3.3, 5).
+// loaded through a manifest (dynamic). Both must pass it (docs/c-api.md).
 #include <unistd.h>
 
 #include <cstring>

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`rootspan providers` (DESIGN 4, 7): the JSON report's shape and exit statuses.
+"""`rootspan providers` (docs/loader-policies.md): the JSON report's shape and exit statuses.
 
 usage: providers_cli_test.py ROOTSPAN_EXE TEST_PROVIDER_DIR
 """

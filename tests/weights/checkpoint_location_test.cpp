@@ -1,4 +1,4 @@
-// DESIGN 6.2, where users keep checkpoints: a file, a folder, the index file
+// docs/weight-schema.md, where users keep checkpoints: a file, a folder, the index file
 // itself, a Hugging Face cache repository (refs/main or a revision), and the
 // trusted folders a shard's real path may lie in. Every layout is built with
 // real symbolic links, the hostile ones included: links into a sibling

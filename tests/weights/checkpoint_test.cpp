@@ -1,4 +1,4 @@
-// DESIGN 6.2: sharded checkpoints — the index, its cross-checks with the
+// docs/weight-schema.md: sharded checkpoints — the index, its cross-checks with the
 // shards, portable file names — and opening a checkpoint file or folder.
 #include <gtest/gtest.h>
 

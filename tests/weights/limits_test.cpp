@@ -43,7 +43,7 @@ TEST(Limits, ATensorRankAbove64IsRefused) {
   EXPECT_TRUE(parse_safetensors(file_of(header_of_rank(kMaxTensorRank), 1), "m.safetensors"));
   EXPECT_TRUE(FailsWith(parse_safetensors(file_of(header_of_rank(kMaxTensorRank + 1), 1), "m.safetensors"),
                         ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"m.safetensors", "an array in the object at \"t\" has more than 64 elements",
+                        {"m.safetensors", "the array at \"t\".\"shape\" has more than 64 elements",
                          "a tensor's shape has at most 64 dimensions"}));
 }
 

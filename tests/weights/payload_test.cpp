@@ -1,4 +1,4 @@
-// DESIGN 6.4 (and the required/optional rule of 6.3): resolving components
+// docs/weight-schema.md (and the required/optional rule of 6.3): resolving components
 // against a checkpoint into validated payloads of ordered segments, and
 // retaining their host bytes.
 #include <gtest/gtest.h>

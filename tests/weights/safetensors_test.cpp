@@ -1,4 +1,4 @@
-// DESIGN 6.2: the safetensors reader, one test per rule.
+// docs/weight-schema.md: the safetensors reader, one test per rule.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -193,6 +193,32 @@ TEST(Safetensors, DuplicateTensorNamesAreRejected) {
   const std::string header = "{" + entry_json("w", "F32", {1}, 0, 4) + "," + entry_json("w", "F32", {1}, 4, 8) + "}";
   EXPECT_TRUE(FailsWith(parse(header, 8), ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"t.safetensors", "duplicate key \"w\" in the top-level object"}));
+}
+
+// Hostile headers of many small objects: parsing once over the text, these
+// finish at once; a parser that rescans an object whenever a child closes
+// takes minutes on them and the suite times out.
+// (Members of the header object: an array that long is refused by the rank
+// limit at its 65th element, before it is parsed.)
+TEST(Safetensors, ManyEmptyObjectsAreParsedOnceAndRefused) {
+  std::string header = "{";
+  for (int i = 0; i < 500000; ++i) header += "\"k" + std::to_string(i) + "\":{},";
+  header += "\"last\":{}}";
+  EXPECT_TRUE(FailsWith(parse(header, 0), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"t.safetensors", "tensor \"k"}));
+  std::string array = "[";
+  for (int i = 0; i < 500000; ++i) array += "{},";
+  array += "{}]";
+  EXPECT_TRUE(
+      FailsWith(parse(array, 0), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"the top-level array has more than 64 elements"}));
+}
+
+TEST(Safetensors, ADuplicateAfterManyKeysIsFoundInItsObject) {
+  std::string header = "{\"__metadata__\":{";
+  for (int i = 0; i < 200000; ++i) header += "\"k" + std::to_string(i) + "\":{},";
+  header += "\"k17\":{}}}";
+  // Not a string map either, but the duplicate is found while parsing.
+  EXPECT_TRUE(FailsWith(parse(header, 0), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"duplicate key \"k17\" in the object at \"__metadata__\""}));
 }
 
 TEST(Safetensors, DuplicateKeysAreRejectedAtAnyDepth) {

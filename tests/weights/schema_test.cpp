@@ -1,4 +1,4 @@
-// DESIGN 6.3: the component schema, its physical byte counts, its JSON Schema
+// docs/weight-schema.md: the component schema, its physical byte counts, its JSON Schema
 // and example, and the default schema.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// DESIGN 6.1: stable host memory (MappedFile, ReadFile, OwnedBytes) and
+// docs/weight-schema.md: stable host memory (MappedFile, ReadFile, OwnedBytes) and
 // retained regions.
 #include <gtest/gtest.h>
 

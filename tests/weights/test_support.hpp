@@ -56,7 +56,7 @@ class TempDir {
   fs::path path_;
 };
 
-// The test's own dtype table (DESIGN 6.2), kept apart from the reader's.
+// The test's own dtype table (docs/weight-schema.md), kept apart from the reader's.
 inline std::uint64_t dtype_bits(std::string_view dtype) {
   static const std::map<std::string_view, std::uint64_t> bits = {
       {"BOOL", 8}, {"U8", 8},   {"I8", 8},    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},

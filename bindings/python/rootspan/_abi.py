@@ -105,9 +105,17 @@ class LoadProgress(Structure):
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(LoadProgress))
 
 
+class SplitRule(Structure):
+    _fields_ = [("struct_size", c_size_t), ("pattern", c_char_p), ("dimension", c_int32)]
+
+
 class LoadOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("schema_path", c_char_p), ("provider", c_char_p), ("device", c_uint32),
-                ("strategy", c_int32), ("progress", PROGRESS_FN), ("progress_context", c_void_p)]
+                ("strategy", c_int32), ("progress", PROGRESS_FN), ("progress_context", c_void_p),
+                # appended later: subsets, cache revisions, and one rank's slice of a tensor-parallel load
+                ("tensors", POINTER(c_char_p)), ("tensor_count", c_size_t), ("revision", c_char_p),
+                ("rank", c_uint32), ("world_size", c_uint32), ("split_rules", POINTER(SplitRule)),
+                ("split_rule_count", c_size_t)]
 
 
 class ComponentInfo(Structure):
@@ -172,6 +180,7 @@ PROTOTYPES = {
     "rootspan_copy_to_host": (c_int32, [_P, c_uint64, c_void_p, c_uint64, _ERR]),
     "rootspan_weights_load": (c_int32, [_P, c_char_p, POINTER(LoadOptions), _PP, _ERR]),
     "rootspan_weights_provider": (c_char_p, [_P]),
+    "rootspan_weights_bytes_read": (c_int32, [_P, POINTER(c_uint64)]),
     "rootspan_weights_component_count": (c_int32, [_P, _SIZEP]),
     "rootspan_weights_component": (c_int32, [_P, c_size_t, POINTER(ComponentInfo)]),
     "rootspan_weights_find": (c_int32, [_P, c_char_p, _SIZEP]),

@@ -279,15 +279,20 @@ class Context:
         from . import _host_import
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 
-    def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None):
+    def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
+             world_size=0, split=None):
         """Loads a checkpoint (one safetensors file, or a folder with model.safetensors.index.json).
 
         schema: a component schema file (None: one component per tensor);
         provider: a provider name or "auto"; strategy: "mmap" or "read";
         progress: called with a LoadProgress per component; returning False
-        cancels the load (CancelledError). Returns Weights."""
+        cancels the load (CancelledError). With world_size > 0, only rank's
+        slice of each component is read: split maps component id patterns to
+        the dimension to split (-1: replicate; the first matching pattern
+        wins; components no pattern matches are replicated). Returns Weights
+        (weights.bytes_read: what was read)."""
         from .weights import load
-        return load(self, path, schema, provider, device, strategy, progress)
+        return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

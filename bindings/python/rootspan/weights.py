@@ -133,6 +133,10 @@ class Weights(collections.abc.Mapping):
         self._wstate = _WeightsState(context, handle)
         lib = context._state.lib
         self.provider = _text(lib.rootspan_weights_provider(handle))
+        bytes_read = ctypes.c_uint64()
+        errors.check_plain(lib.rootspan_weights_bytes_read(handle, ctypes.byref(bytes_read)), "weights",
+                           "rootspan_weights_bytes_read failed")
+        self.bytes_read = bytes_read.value  # what the load read from the files (one rank's share when sliced)
         count = ctypes.c_size_t()
         errors.check_plain(lib.rootspan_weights_component_count(handle, ctypes.byref(count)), "weights",
                            "rootspan_weights_component_count failed")
@@ -236,7 +240,29 @@ def _path(value, what):
     return os.fsencode(value)
 
 
-def load(context, path, schema, provider, device, strategy, progress):
+def _split_rules(rank, world_size, split):
+    """The slicing options, checked: (rank, world_size, [SplitRule]); world_size 0 is no slicing."""
+    _check_int(rank, "rank")
+    _check_int(world_size, "world_size")
+    if split is None:
+        split = {}
+    if not isinstance(split, collections.abc.Mapping):
+        raise TypeError(f"split must be a dict of component id pattern -> dimension (-1: replicate), got "
+                        f"{type(split).__name__} {split!r}")
+    if split and world_size == 0:
+        raise ValueError("split rules need a world_size of at least 1")
+    rules = []
+    for pattern, dimension in split.items():
+        if not isinstance(pattern, str):
+            raise TypeError(f"split patterns are str, got {type(pattern).__name__} {pattern!r}")
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or not -1 <= dimension < 1 << 31:
+            raise TypeError(f"split[{pattern!r}] must be a dimension (int >= 0) or -1 to replicate, got "
+                            f"{type(dimension).__name__} {dimension!r}")
+        rules.append(_abi.SplitRule(ctypes.sizeof(_abi.SplitRule), pattern.encode(), dimension))
+    return rank, world_size, rules
+
+
+def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None):
     path_c = _path(path, "path")
     schema_c = None if schema is None else _path(schema, "schema")
     if not isinstance(provider, str):
@@ -246,9 +272,15 @@ def load(context, path, schema, provider, device, strategy, progress):
         raise ValueError(f"strategy must be 'mmap' or 'read', got {strategy!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
+    rank, world_size, rules = _split_rules(rank, world_size, split)
     handle = context._live("load_component")
     lib = context._state.lib
     options = _abi.sized(_abi.LoadOptions)
+    rule_array = (_abi.SplitRule * max(len(rules), 1))(*rules)  # kept alive through the call
+    options.rank = rank
+    options.world_size = world_size
+    options.split_rules = rule_array if rules else None
+    options.split_rule_count = len(rules)
     options.schema_path = schema_c
     options.provider = provider.encode()
     options.device = device

@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.2 (L9): every allocation has the same key. */
+/* Breaks docs/concepts.md (L9): every allocation has the same key. */
 #include "test_provider.h"
 
 static rootspan_status allocate_with_one_key(rootspan_provider_instance *instance,

@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.1 (L9): byte_offset + byte_length overflows 64 bits. The
+/* Breaks docs/concepts.md (L9): byte_offset + byte_length overflows 64 bits. The
  * offset is also not a multiple of the alignment: overflow is checked first. */
 #include "test_provider.h"
 

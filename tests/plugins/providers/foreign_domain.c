@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.1 (L9): reports a domain it was not granted. */
+/* Breaks docs/concepts.md (L9): reports a domain it was not granted. */
 #include "test_provider.h"
 
 static rootspan_status allocate_in_foreign_domain(rootspan_provider_instance *instance,

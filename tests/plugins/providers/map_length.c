@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.5 (L9): a mapping longer than the span asked for. */
+/* Breaks docs/concepts.md (L9): a mapping longer than the span asked for. */
 #include "test_provider.h"
 
 static rootspan_status map_too_long(rootspan_provider_instance *instance,

@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.5 (L9): a mapping pointer one byte past the right one, so
+/* Breaks docs/concepts.md (L9): a mapping pointer one byte past the right one, so
  * it fails the element type's alignment. */
 #include "test_provider.h"
 

@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.1 (L9): byte_offset is not a multiple of the alignment. */
+/* Breaks docs/concepts.md (L9): byte_offset is not a multiple of the alignment. */
 #include "test_provider.h"
 
 static rootspan_status allocate_off_by_8(rootspan_provider_instance *instance,

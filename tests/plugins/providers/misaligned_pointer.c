@@ -1,4 +1,4 @@
-/* Breaks DESIGN 2.1 (L9): the host pointer does not meet the alignment the
+/* Breaks docs/concepts.md (L9): the host pointer does not meet the alignment the
  * allocation claims. */
 #include "test_provider.h"
 

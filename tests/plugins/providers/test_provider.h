@@ -1,5 +1,5 @@
 /* The well-behaved parts shared by the test providers of tests/plugins/
- * (DESIGN 5). Each test provider is one small library that takes one of the
+ * (docs/writing-a-provider.md). Each test provider is one small library that takes one of the
  * two tables below and changes one field or wraps one hook, so that it breaks
  * exactly one rule:
  *

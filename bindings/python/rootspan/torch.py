@@ -1,0 +1,67 @@
+"""rootspan for torch engines: each rank of a tensor-parallel job loads only its slice.
+
+    import torch.distributed as dist
+    import rootspan.torch
+    shard = rootspan.torch.load_shard("model/", dist.get_rank(), dist.get_world_size(),
+                                      split={"*.q_proj.weight": 0, "*.o_proj.weight": 1})
+
+Every rank computes the same read plan from (checkpoint, schema, split,
+rank, world_size) and reads only its own bytes; the engine's process group
+does any collective. Needs torch (imported here, not by `import rootspan`).
+"""
+import torch
+import torch.utils.dlpack
+
+from .context import Context
+
+__all__ = ["load_shard", "load_shard_with_stats"]
+
+
+def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read"):
+    """This rank's slice of every component of a checkpoint, as {component id: torch.Tensor}.
+
+    split maps component id patterns (shell-style globs) to the dimension to
+    split, or -1 to replicate; the first matching pattern (in dict order)
+    wins, and components no pattern matches are replicated. An uneven split
+    follows torch.tensor_split: the first n % world_size ranks take one more.
+    A block-quantized component (from a schema) is a uint8 tensor of shape
+    block grid + (bytes_per_block,), split on whole blocks only.
+
+    With strategy "read" (the default) the slices are read straight into
+    writable memory that the tensors then use without a copy. With "mmap",
+    file regions that can be used in place are read-only, so torch (which
+    only knows writable tensors) gets a copy of those. device: where the
+    tensors go ("cpu", or any torch device they are moved to).
+    load_shard_with_stats also returns the bytes this rank read."""
+    tensors, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
+    return tensors
+
+
+def load_shard_with_stats(path, rank, world_size, split=None, schema=None, device="cpu", provider="host",
+                          strategy="read"):
+    """load_shard, and the bytes this rank read from the checkpoint's files."""
+    return _load(path, rank, world_size, split, schema, device, provider, strategy)
+
+
+def _load(path, rank, world_size, split, schema, device, provider, strategy):
+    if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    target = torch.device(device)  # raises for a device torch does not know
+    context = Context()
+    weights = context.load(path, schema=schema, provider=provider, strategy=strategy, rank=rank,
+                           world_size=world_size, split=split)
+    tensors = {}
+    try:
+        for cid, component in weights.items():
+            if component.read_only:  # legacy DLPack has no read-only flag: hand torch a writable copy
+                tensor = torch.utils.dlpack.from_dlpack(component.__dlpack__(copy=True))
+            else:  # the tensor uses the component's memory and keeps it claimed while it lives
+                tensor = torch.utils.dlpack.from_dlpack(component)
+            tensors[cid] = tensor if target.type == "cpu" else tensor.to(target)
+    except BaseException:
+        tensors.clear()
+        raise
+    bytes_read = weights.bytes_read
+    # Weights and context go with this frame; memory the tensors still use is
+    # released (and the context destroyed) when the last of them goes.
+    return tensors, bytes_read
