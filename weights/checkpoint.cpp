@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "weights/checkpoint_file.hpp"
 #include "weights/describe.hpp"
 #include "weights/gguf_checkpoint.hpp"
 #include "weights/hf_cache.hpp"
@@ -100,11 +101,15 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs:
 }
 
 Result<Checkpoint> Checkpoint::open_single(const fs::path &file) {
-  auto safetensors = open_safetensors(file);
+  auto opened = InputFile::open(file, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
+  if (!opened) return opened.error();
+  auto input = std::make_shared<const InputFile>(std::move(opened).value());
+  auto safetensors = open_safetensors(*input);
   if (!safetensors) return safetensors.error();
   Checkpoint checkpoint;
   checkpoint.folder_ = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  checkpoint.shards_.push_back(Shard{file.filename().string(), file, std::move(safetensors).value()});
+  checkpoint.shards_.push_back(
+      Shard{file.filename().string(), file, std::move(safetensors).value(), nullptr, std::move(input)});
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
   return checkpoint;
 }
@@ -112,7 +117,11 @@ Result<Checkpoint> Checkpoint::open_single(const fs::path &file) {
 Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::path &index_path,
                                             std::vector<fs::path> trusted) {
   const std::string index_name = index_path.string();
-  auto text = read_whole_file(index_path, kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
+  // Opened once: the folder that really holds the index is read back from
+  // the same descriptor its text came from.
+  auto index_file = InputFile::open(index_path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
+  if (!index_file) return index_file.error();
+  auto text = read_whole_file(index_file.value(), kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
   if (!text) return text.error();
   auto index = parse_shard_index(text.value(), index_name);
   if (!index) return index.error();
@@ -123,8 +132,8 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
   std::error_code error;
   const fs::path named = fs::canonical(folder, error);
   if (error) return cannot_resolve(folder, error);
-  const fs::path index_folder = fs::canonical(index_path, error).parent_path();
-  if (error) return cannot_resolve(index_path, error);
+  const fs::path index_folder = index_file.value().real_path().parent_path();
+  if (!index_folder.is_absolute()) return cannot_resolve(index_path, std::make_error_code(std::errc::not_supported));
   trusted.push_back(named);
   trusted.push_back(index_folder);
   // A folder inside another trusted one adds nothing (the snapshot inside a
@@ -143,16 +152,27 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
   checkpoint.folder_ = folder;
   checkpoint.trusted_ = trusted;
   for (const std::string &file : index.value().files) {
+    // The check by name gives the clear error; the open beneath the trusted
+    // folders is what makes a link swapped in since then unable to lead out.
     auto resolved = resolve_inside(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
     if (!resolved) return resolved.error();
-    auto safetensors = open_safetensors(resolved.value());
+    auto input = open_beneath(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
+    if (!input) {
+      Diagnostic failed = input.error();
+      if (!failed.cause.starts_with(quoted_text(index_name))) {
+        failed.cause = quoted_text(index_name) + ": shard " + quoted_text(file) + ": " + failed.cause;
+      }
+      return failed;
+    }
+    auto safetensors = open_safetensors(*input.value());
     if (!safetensors) {
       // The cause names the real path; say which index entry led there.
       Diagnostic failed = safetensors.error();
       failed.cause = quoted_text(index_name) + ": shard " + quoted_text(file) + ": " + failed.cause;
       return failed;
     }
-    checkpoint.shards_.push_back(Shard{file, resolved.value(), std::move(safetensors).value()});
+    checkpoint.shards_.push_back(
+        Shard{file, resolved.value(), std::move(safetensors).value(), nullptr, std::move(input).value()});
   }
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
 

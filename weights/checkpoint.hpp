@@ -19,6 +19,7 @@
 
 #include "core/diagnostic.hpp"
 #include "weights/gguf.hpp"
+#include "weights/input_file.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/shard_index.hpp"
 
@@ -32,6 +33,9 @@ struct Shard {
   // bytes whose last axis counts blocks × bytes_per_block.
   SafetensorsFile safetensors;
   std::shared_ptr<const GgufFile> gguf = nullptr;  // set when the shard is a GGUF file
+  // The one descriptor the shard was opened with: its header was read from
+  // it, and the load maps and reads it, never reopening `path` by name.
+  std::shared_ptr<const InputFile> input = nullptr;
 
   // Absolute file offset of the data section the tensors' offsets count from.
   std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
@@ -60,6 +64,9 @@ class Checkpoint {
   // `revision` applies to a cache repository only; anything else with a
   // revision is refused. A GGUF file, split or not, or a folder of one, opens
   // through open_gguf.
+  // Every file is opened once (non-blocking, checked to be a regular file)
+  // and its descriptor kept in its Shard; index-named shards are opened
+  // beneath the trusted folders' descriptors (checkpoint_file.hpp).
   // Sharded rules: every shard name is portable, and its real path (every
   // symbolic link followed) lies in a trusted folder: the checkpoint folder,
   // the folder that really holds the index file (its links followed), and a

@@ -11,6 +11,7 @@
 #include "weights/checked_math.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
+#include "weights/limits.hpp"
 #include "weights/utf8.hpp"
 
 namespace rootspan::weights {
@@ -420,6 +421,12 @@ Result<GgufFile> parse(Cursor::ReadAt read_at, std::uint64_t file_size, const st
                     ")",
                 body / kMinTensorInfoBytes, tensor_count);
   }
+  if (tensor_count > kMaxTensorsPerFile) {
+    return fail(8, "tensor count",
+                std::to_string(tensor_count) + " tensors, more than the limit of " +
+                    std::to_string(kMaxTensorsPerFile) + " tensors in one file",
+                kMaxTensorsPerFile, tensor_count);
+  }
   if (kv_count > body / kMinKeyValueBytes) {
     return fail(16, "key-value count",
                 std::to_string(kv_count) + " key-value pairs cannot fit in the " + std::to_string(body) +
@@ -646,9 +653,12 @@ Result<GgufFile> parse_gguf(std::span<const std::byte> file_bytes, std::string_v
 Result<GgufFile> open_gguf(const std::filesystem::path &path) {
   auto file = InputFile::open(path, kOperation);
   if (!file) return file.error();
-  const InputFile &input = file.value();
+  return open_gguf(file.value());
+}
+
+Result<GgufFile> open_gguf(const InputFile &input) {
   auto read_at = [&input](std::span<std::byte> into, std::uint64_t offset) { return input.read_exact(into, offset); };
-  return parse(read_at, input.size(), path);
+  return parse(read_at, input.size(), input.path());
 }
 
 }  // namespace rootspan::weights

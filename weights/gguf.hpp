@@ -22,6 +22,8 @@
 
 namespace rootspan::weights {
 
+class InputFile;
+
 inline constexpr std::uint32_t kGgufMinVersion = 2;
 inline constexpr std::uint32_t kGgufMaxVersion = 3;
 inline constexpr std::uint64_t kGgufDefaultAlignment = 32;
@@ -134,5 +136,7 @@ Result<GgufFile> parse_gguf(std::span<const std::byte> file_bytes, std::string_v
 // Opens a GGUF file and reads its header with pread, nothing of the data
 // section. ROOTSPAN_ERR_IO when the file cannot be read.
 Result<GgufFile> open_gguf(const std::filesystem::path &path);
+// The same from a file already opened; it names the file by file.path().
+Result<GgufFile> open_gguf(const InputFile &file);
 
 }  // namespace rootspan::weights

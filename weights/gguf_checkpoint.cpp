@@ -82,10 +82,15 @@ SafetensorsFile tensor_table(const GgufFile &gguf) {
 }
 
 Result<Shard> open_part(const fs::path &path) {
-  auto gguf = open_gguf(path);
+  // Opened once: the header is read from this descriptor, and the load
+  // reads the same one.
+  auto file = InputFile::open(path, "open_checkpoint");
+  if (!file) return file.error();
+  auto input = std::make_shared<const InputFile>(std::move(file).value());
+  auto gguf = open_gguf(*input);
   if (!gguf) return gguf.error();
   auto shared = std::make_shared<const GgufFile>(std::move(gguf).value());
-  return Shard{path.filename().string(), path, tensor_table(*shared), shared};
+  return Shard{path.filename().string(), path, tensor_table(*shared), shared, input};
 }
 
 // An integer metadata value of a part, or an error naming the part and key.

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 #include "weights/describe.hpp"
@@ -56,13 +57,18 @@ Result<InputFile> InputFile::open(const std::filesystem::path &path, std::string
                                   rootspan_status not_regular) {
   int fd = -1;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    fd = ::open(path.c_str(), kInputOpenFlags);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     const int error = errno;
     return make_error(ROOTSPAN_ERR_IO, std::move(operation),
                       quoted_text(path.string()) + ": cannot open: " + std::strerror(error));
   }
+  return adopt(fd, path, std::move(operation), not_regular);
+}
+
+Result<InputFile> InputFile::adopt(int fd, const std::filesystem::path &path, std::string operation,
+                                   rootspan_status not_regular) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int error = errno;
@@ -102,21 +108,43 @@ Result<void> InputFile::read_exact(std::span<std::byte> into, std::uint64_t offs
   return outcome::success();
 }
 
-Result<std::string> read_whole_file(const std::filesystem::path &path, std::uint64_t max_bytes,
-                                    rootspan_status too_large_code, std::string operation) {
-  auto file = InputFile::open(path, operation, too_large_code);
-  if (!file) return file.error();
-  const std::uint64_t size = file.value().size();
+Result<std::uint64_t> InputFile::current_size() const {
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    return make_error(ROOTSPAN_ERR_IO, operation_,
+                      quoted_text(path_.string()) + ": cannot stat: " + std::strerror(error));
+  }
+  return static_cast<std::uint64_t>(info.st_size);
+}
+
+std::filesystem::path InputFile::real_path() const {
+  std::error_code error;
+  auto real = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd_), error);
+  if (error || real.empty() || !real.is_absolute()) return path_;
+  return real;
+}
+
+Result<std::string> read_whole_file(const InputFile &file, std::uint64_t max_bytes, rootspan_status too_large_code,
+                                    std::string operation) {
+  const std::uint64_t size = file.size();
   if (size > max_bytes) {
     return make_error(too_large_code, std::move(operation),
-                      quoted_text(path.string()) + ": file is " + std::to_string(size) +
+                      quoted_text(file.path().string()) + ": file is " + std::to_string(size) +
                           " bytes, more than the limit of " + std::to_string(max_bytes),
                       max_bytes, size);
   }
   std::string text(static_cast<std::size_t>(size), '\0');
-  auto read = file.value().read_exact(std::as_writable_bytes(std::span(text)), 0);
+  auto read = file.read_exact(std::as_writable_bytes(std::span(text)), 0);
   if (!read) return read.error();
   return text;
+}
+
+Result<std::string> read_whole_file(const std::filesystem::path &path, std::uint64_t max_bytes,
+                                    rootspan_status too_large_code, std::string operation) {
+  auto file = InputFile::open(path, operation, too_large_code);
+  if (!file) return file.error();
+  return read_whole_file(file.value(), max_bytes, too_large_code, std::move(operation));
 }
 
 }  // namespace rootspan::weights

@@ -41,7 +41,15 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::filesystem::path
                                                      std::optional<std::uint64_t> expected_size) {
   auto file = InputFile::open(path, "map_file");
   if (!file) return file.error();
-  const std::uint64_t size = file.value().size();
+  return open(file.value(), expected_size);
+}
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file,
+                                                     std::optional<std::uint64_t> expected_size) {
+  const std::filesystem::path &path = file.path();
+  auto now = file.current_size();  // the descriptor may be older than this call
+  if (!now) return now.error();
+  const std::uint64_t size = now.value();
   if (expected_size && *expected_size != size) {
     return make_error(ROOTSPAN_ERR_IO, "map_file",
                       quoted_text(path.string()) + ": file size changed since its header was read: expected " +
@@ -49,7 +57,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::filesystem::path
                       *expected_size, size);
   }
   if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, -1));
-  void *data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.value().fd(), 0);
+  void *data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (data == MAP_FAILED) {
     const int error = errno;
     return make_error(
@@ -57,7 +65,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::filesystem::path
         quoted_text(path.string()) + ": cannot map " + std::to_string(size) + " bytes: " + std::strerror(error));
   }
   // A duplicate descriptor stays open to measure the file later.
-  const int kept = ::fcntl(file.value().fd(), F_DUPFD_CLOEXEC, 0);
+  const int kept = ::fcntl(file.fd(), F_DUPFD_CLOEXEC, 0);
   return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const std::byte *>(data), size, kept));
 }
 

@@ -18,6 +18,8 @@
 
 namespace rootspan::weights {
 
+class InputFile;
+
 class MappedFile final : public StableHostMemory {
  public:
   // Maps `path` whole. Its size comes from fstat of the opened descriptor; with
@@ -26,6 +28,10 @@ class MappedFile final : public StableHostMemory {
   // error): its stable bytes are empty. Errors: ROOTSPAN_ERR_IO (operation
   // "map_file") naming the file, with expected and actual sizes on a mismatch.
   static Result<std::shared_ptr<MappedFile>> open(const std::filesystem::path &path,
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+  // Maps a file already opened, through its descriptor (the file is not
+  // reopened by name); the same checks and errors.
+  static Result<std::shared_ptr<MappedFile>> open(const InputFile &file,
                                                   std::optional<std::uint64_t> expected_size = std::nullopt);
 
   ~MappedFile() override;

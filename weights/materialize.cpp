@@ -10,6 +10,8 @@
 
 #include "core/access.hpp"
 #include "core/dtype.hpp"
+#include "weights/available_memory.hpp"
+#include "weights/describe.hpp"
 #include "weights/input_file.hpp"
 #include "weights/mapped_file.hpp"
 
@@ -85,8 +87,12 @@ class LoadRun {
   LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
           const Checkpoint &checkpoint)
       : context_(context), provider_(std::move(provider)), options_(options), total_(total) {
-    // Each shard must still be the size its header was read at.
-    for (const Shard &shard : checkpoint.shards()) file_sizes_[shard.path] = shard.safetensors.file_size;
+    // Each shard must still be the size its header was read at, and is read
+    // through the descriptor its header came from.
+    for (const Shard &shard : checkpoint.shards()) {
+      file_sizes_[shard.path] = shard.safetensors.file_size;
+      if (shard.input) files_.emplace(shard.path, shard.input);
+    }
   }
 
   // Releases every root still held: a load that did not finish leaves none.
@@ -148,26 +154,32 @@ class LoadRun {
   Result<const StableHostMemory *> mapped(const Segment &segment) {
     auto found = mappings_.find(segment.path());
     if (found == mappings_.end()) {
-      auto opened = MappedFile::open(segment.path(), expected_size(segment.path()));
+      auto input = file(segment.path());
+      if (!input) return input.error();
+      auto opened = MappedFile::open(*input.value(), expected_size(segment.path()));
       if (!opened) return opened.error();
       found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
     }
     return found->second.get();
   }
 
+  // The descriptor the shard was opened with; a file is never reopened by
+  // name, so a link swapped in since the header was read cannot be followed.
   Result<const InputFile *> file(const std::filesystem::path &path) {
     auto found = files_.find(path);
     if (found == files_.end()) {
-      auto opened = InputFile::open(path, kOperation);
-      if (!opened) return opened.error();
-      if (auto size = expected_size(path); size && opened.value().size() != *size) {
-        return make_error(ROOTSPAN_ERR_IO, kOperation,
-                          "\"" + path.string() + "\": file size changed since its header was read", *size,
-                          opened.value().size());
-      }
-      found = files_.emplace(path, std::move(opened).value()).first;
+      return make_error(ROOTSPAN_ERR_IO, kOperation,
+                        quoted_text(path.string()) + ": not a file opened with the checkpoint");
     }
-    return &found->second;
+    auto size = found->second->current_size();
+    if (!size) return size.error();
+    if (auto expected = expected_size(path); expected && size.value() != *expected) {
+      return make_error(ROOTSPAN_ERR_IO, kOperation,
+                        quoted_text(path.string()) + ": file size changed since its header was read: expected " +
+                            std::to_string(*expected) + " bytes, found " + std::to_string(size.value()),
+                        *expected, size.value());
+    }
+    return found->second.get();
   }
 
   // A read-only root over the segment's retained file region, when the
@@ -256,7 +268,7 @@ class LoadRun {
 
     auto read = [&](std::size_t i) -> Result<void> {
       const Chunk &c = chunks[i];
-      auto read = files_.at(c.segment->path()).read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
+      auto read = files_.at(c.segment->path())->read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
       if (!read) return error_in(*c.segment, read.error());
       return read;
     };
@@ -286,7 +298,7 @@ class LoadRun {
   LoadProgress progress_;
   std::vector<Root *> made_;
   std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
-  std::map<std::filesystem::path, InputFile> files_;
+  std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
   std::vector<std::byte> staging_[2];
 };
 
@@ -306,6 +318,23 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   result.provider = options.provider;
   result.skipped = std::move(schema.skipped);
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
+
+  // A copy into host memory allocates every byte the files claim, whatever
+  // blocks they really hold: refuse one that cannot fit before it starts.
+  if (options.strategy == Strategy::kRead && provider.value()->kind() == "host") {
+    if (const auto available = available_memory()) {
+      std::map<std::filesystem::path, std::uint64_t> per_file;
+      for (const ComponentPayload &payload : schema.payloads) {
+        for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
+      }
+      const auto largest = std::max_element(per_file.begin(), per_file.end(),
+                                            [](const auto &a, const auto &b) { return a.second < b.second; });
+      if (largest != per_file.end()) {
+        BOOST_OUTCOME_TRY(
+            check_copy_fits(largest->first.string(), largest->second, result.total_bytes, *available, kOperation));
+      }
+    }
+  }
 
   LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {

@@ -15,7 +15,14 @@ Result<std::shared_ptr<ReadFile>> ReadFile::open(const std::filesystem::path &pa
                                                  std::optional<std::uint64_t> expected_size) {
   auto file = InputFile::open(path, "read_file");
   if (!file) return file.error();
-  const std::uint64_t size = file.value().size();
+  return open(file.value(), expected_size);
+}
+
+Result<std::shared_ptr<ReadFile>> ReadFile::open(const InputFile &file, std::optional<std::uint64_t> expected_size) {
+  const std::filesystem::path &path = file.path();
+  auto now = file.current_size();  // the descriptor may be older than this call
+  if (!now) return now.error();
+  const std::uint64_t size = now.value();
   if (expected_size && *expected_size != size) {
     return make_error(ROOTSPAN_ERR_IO, "read_file",
                       quoted_text(path.string()) + ": file size changed since its header was read: expected " +
@@ -29,7 +36,7 @@ Result<std::shared_ptr<ReadFile>> ReadFile::open(const std::filesystem::path &pa
     return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, "read_file",
                       quoted_text(path.string()) + ": cannot allocate " + std::to_string(size) + " bytes");
   }
-  auto read = file.value().read_exact({data.get(), static_cast<std::size_t>(size)}, 0);
+  auto read = file.read_exact({data.get(), static_cast<std::size_t>(size)}, 0);
   if (!read) return read.error();
   return std::shared_ptr<ReadFile>(new ReadFile(path, std::move(data), static_cast<std::size_t>(size)));
 }

@@ -16,6 +16,8 @@
 
 namespace rootspan::weights {
 
+class InputFile;
+
 class ReadFile final : public StableHostMemory {
  public:
   // Reads `path` whole. Its size comes from fstat; with `expected_size`, a file
@@ -23,6 +25,9 @@ class ReadFile final : public StableHostMemory {
   // Errors: ROOTSPAN_ERR_IO (operation "read_file"), or
   // ROOTSPAN_ERR_OUT_OF_MEMORY when the buffer cannot be allocated.
   static Result<std::shared_ptr<ReadFile>> open(const std::filesystem::path &path,
+                                                std::optional<std::uint64_t> expected_size = std::nullopt);
+  // Reads a file already opened, through its descriptor; the same checks.
+  static Result<std::shared_ptr<ReadFile>> open(const InputFile &file,
                                                 std::optional<std::uint64_t> expected_size = std::nullopt);
 
   std::span<const std::byte> stable_bytes() const noexcept override { return {data_.get(), size_}; }

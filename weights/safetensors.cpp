@@ -7,6 +7,7 @@
 #include "weights/checked_math.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
+#include "weights/limits.hpp"
 #include "weights/strict_json.hpp"
 
 namespace rootspan::weights {
@@ -196,7 +197,13 @@ const TensorInfo *SafetensorsHeader::find(std::string_view name) const {
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
                                                    std::string_view file_name) {
   const Failure fail{file_name};
-  auto parsed = parse_strict_json(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name);
+  // Bounded while parsing: a shape is at most kMaxTensorRank numbers, the
+  // header at most kMaxTensorsPerFile entries.
+  const JsonLimits limits{kMaxTensorRank, kMaxTensorsPerFile,
+                          "a tensor's shape has at most " + std::to_string(kMaxTensorRank) +
+                              " dimensions, a header at most " + std::to_string(kMaxTensorsPerFile) +
+                              " entries, __metadata__ included"};
+  auto parsed = parse_strict_json(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name, limits);
   if (!parsed) return parsed.error();
   const json &root = parsed.value();
   if (!root.is_object()) return fail("header is " + value_text(root) + ", not a JSON object");
@@ -276,15 +283,21 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
 }
 
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
-  const std::string file_name = path.string();
-  const Failure fail{file_name};
   auto file = InputFile::open(path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
   if (!file) return file.error();
-  const std::uint64_t file_size = file.value().size();
+  return open_safetensors(file.value());
+}
+
+Result<SafetensorsFile> open_safetensors(const InputFile &input) {
+  const std::filesystem::path &path = input.path();
+  const std::string file_name = path.string();
+  const Failure fail{file_name};
+  const InputFile *const file = &input;
+  const std::uint64_t file_size = input.size();
   if (auto checked = check_prefix_size(file_size, fail); !checked) return checked.error();
 
   std::byte prefix[kSafetensorsPrefix];
-  if (auto read = file.value().read_exact(prefix, 0); !read) return read.error();
+  if (auto read = file->read_exact(prefix, 0); !read) return read.error();
   const std::uint64_t header_size = read_le64(prefix);
   if (auto checked = check_header_length(header_size, file_size, fail); !checked) {
     return explain_header_length(checked.error(), prefix, file_name);
@@ -292,7 +305,7 @@ Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
 
   // Only now, with N bounded by the limit and the file, is the header read.
   std::string header_json(static_cast<std::size_t>(header_size), '\0');
-  auto read = file.value().read_exact(std::as_writable_bytes(std::span(header_json)), kSafetensorsPrefix);
+  auto read = file->read_exact(std::as_writable_bytes(std::span(header_json)), kSafetensorsPrefix);
   if (!read) return read.error();
   auto header = parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name);
   if (!header) return header.error();

@@ -20,6 +20,8 @@
 
 namespace rootspan::weights {
 
+class InputFile;
+
 // The largest header safetensors allows (100,000,000 bytes).
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 // The little-endian header length before the header.
@@ -68,7 +70,9 @@ struct SafetensorsFile {
 
 // Parses and validates the JSON header alone (the N bytes after the length
 // prefix) for a data section of `data_size` bytes. `file_name` is named in
-// every cause. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
+// every cause. A shape longer than kMaxTensorRank, or more than
+// kMaxTensorsPerFile entries (limits.hpp), is refused while the JSON is
+// parsed. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
 // "open_checkpoint"), with expected and actual values where there are two.
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
                                                    std::string_view file_name);
@@ -80,5 +84,8 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
 // Opens a safetensors file and reads its length prefix and header with pread,
 // nothing of the data section. ROOTSPAN_ERR_IO when the file cannot be read.
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path);
+// The same from a file already opened (once, beneath its folder); it names
+// the file by file.path().
+Result<SafetensorsFile> open_safetensors(const InputFile &file);
 
 }  // namespace rootspan::weights

@@ -8,6 +8,7 @@
 #include "weights/describe.hpp"
 #include "weights/gguf_checkpoint.hpp"
 #include "weights/input_file.hpp"
+#include "weights/limits.hpp"
 #include "weights/strict_json.hpp"
 
 namespace rootspan::weights {
@@ -151,6 +152,11 @@ Result<ComponentSpec> parse_component(const json &entry, std::size_t position, c
 
   const json &sources = entry["sources"];
   if (!sources.is_array()) return fail("sources is " + kind(sources) + ", not an array");
+  if (sources.size() > kMaxComponentSources) {
+    return fail("sources has " + std::to_string(sources.size()) + " entries, more than the limit of " +
+                    std::to_string(kMaxComponentSources),
+                kMaxComponentSources, sources.size());
+  }
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (!sources[i].is_string())
       return fail("sources[" + std::to_string(i) + "] is " + kind(sources[i]) + ", not a string");
@@ -159,6 +165,11 @@ Result<ComponentSpec> parse_component(const json &entry, std::size_t position, c
 
   const json &dimensions = entry["dimensions"];
   if (!dimensions.is_array()) return fail("dimensions is " + kind(dimensions) + ", not an array");
+  if (dimensions.size() > kMaxTensorRank) {
+    return fail("dimensions has " + std::to_string(dimensions.size()) + " entries, more than the limit of " +
+                    std::to_string(kMaxTensorRank) + " (the tensor rank limit)",
+                kMaxTensorRank, dimensions.size());
+  }
   for (std::size_t i = 0; i < dimensions.size(); ++i) {
     if (!dimensions[i].is_number_unsigned()) {
       return fail("dimensions[" + std::to_string(i) + "] is " + dimensions[i].dump() + ", not a non-negative integer");
@@ -194,7 +205,11 @@ const ComponentSpec *ComponentSchema::find(std::string_view id) const {
 
 Result<ComponentSchema> parse_component_schema(std::string_view json_text, std::string_view schema_name) {
   const Failure fail{quoted_text(schema_name) + ": "};
-  auto parsed = parse_strict_json(json_text, ROOTSPAN_ERR_INVALID_SCHEMA, kOperation, schema_name);
+  // The longest array a schema may hold is its component list; each list
+  // is checked against its own limit below.
+  const JsonLimits limits{kMaxSchemaComponents, SIZE_MAX,
+                          "a schema holds at most " + std::to_string(kMaxSchemaComponents) + " components"};
+  auto parsed = parse_strict_json(json_text, ROOTSPAN_ERR_INVALID_SCHEMA, kOperation, schema_name, limits);
   if (!parsed) return parsed.error();
   const json &root = parsed.value();
   if (!root.is_object()) return fail("schema is " + kind(root) + ", not an object");

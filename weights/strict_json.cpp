@@ -21,23 +21,24 @@ using json = nlohmann::json;
 // text even for hostile headers of many small objects.
 class StrictDomBuilder {
  public:
-  explicit StrictDomBuilder(json &root) : root_(root) {}
+  StrictDomBuilder(json &root, const JsonLimits &limits)
+      : root_(root), limits_(limits), why_(limits.why.empty() ? std::string() : " (" + limits.why + ")") {}
 
   // Why parsing stopped, when the handler stopped it.
   const std::string &violation() const { return violation_; }
   // nlohmann's own syntax error, when there was one.
   const std::string &syntax_error() const { return syntax_error_; }
 
-  bool null() { return place(json(nullptr)); }
-  bool boolean(bool value) { return place(json(value)); }
-  bool number_integer(json::number_integer_t value) { return place(json(value)); }
-  bool number_unsigned(json::number_unsigned_t value) { return place(json(value)); }
-  bool number_float(json::number_float_t value, const json::string_t &) { return place(json(value)); }
-  bool string(json::string_t &value) { return place(json(std::move(value))); }
-  bool binary(json::binary_t &value) { return place(json(json::binary_t(std::move(value)))); }
+  bool null() { return room() && place(json(nullptr)); }
+  bool boolean(bool value) { return room() && place(json(value)); }
+  bool number_integer(json::number_integer_t value) { return room() && place(json(value)); }
+  bool number_unsigned(json::number_unsigned_t value) { return room() && place(json(value)); }
+  bool number_float(json::number_float_t value, const json::string_t &) { return room() && place(json(value)); }
+  bool string(json::string_t &value) { return room() && place(json(std::move(value))); }
+  bool binary(json::binary_t &value) { return room() && place(json(json::binary_t(std::move(value)))); }
 
   bool start_object(std::size_t) {
-    if (!enter()) return false;
+    if (!room() || !enter()) return false;
     json *object = place_container(json::value_t::object);
     open_.push_back({object, {}});
     return true;
@@ -49,6 +50,10 @@ class StrictDomBuilder {
       violation_ = "duplicate key " + quoted_text(key) + " in " + object_path();
       return false;
     }
+    if (object.value->size() > limits_.max_object_members) {
+      violation_ = object_path() + " has more than " + std::to_string(limits_.max_object_members) + " members" + why_;
+      return false;
+    }
     object.key = std::move(key);
     pending_ = &slot->second;
     return true;
@@ -56,7 +61,7 @@ class StrictDomBuilder {
   bool end_object() { return leave(); }
 
   bool start_array(std::size_t) {
-    if (!enter()) return false;
+    if (!room() || !enter()) return false;
     json *array = place_container(json::value_t::array);
     open_.push_back({array, {}});
     return true;
@@ -82,6 +87,26 @@ class StrictDomBuilder {
     }
     return true;
   }
+  // False, with the violation, when the open array is already as long as
+  // the limits allow: checked before an element is added, so a hostile
+  // array never grows past the limit.
+  bool room() {
+    if (open_.empty() || !open_.back().value->is_array()) return true;
+    if (open_.back().value->size() < limits_.max_array_elements) return true;
+    violation_ = array_path() + " has more than " + std::to_string(limits_.max_array_elements) + " elements" + why_;
+    return false;
+  }
+
+  // "the top-level array" or "the array at "t"."shape"".
+  std::string array_path() const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      if (!open_[i].value->is_object()) continue;
+      path += (path.empty() ? "" : ".") + quoted_text(open_[i].key);
+    }
+    return path.empty() ? "the top-level array" : "the array at " + path;
+  }
+
   bool leave() {
     open_.pop_back();
     return true;
@@ -123,6 +148,8 @@ class StrictDomBuilder {
   }
 
   json &root_;
+  const JsonLimits &limits_;
+  const std::string why_;
   std::vector<Open> open_;
   json *pending_ = nullptr;
   std::string violation_;
@@ -132,7 +159,7 @@ class StrictDomBuilder {
 }  // namespace
 
 Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status code, std::string operation,
-                                         std::string_view subject) {
+                                         std::string_view subject, const JsonLimits &limits) {
   const std::string prefix = quoted_text(subject) + ": ";
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") {
     return make_error(code, std::move(operation), prefix + "JSON starts with a UTF-8 byte-order mark");
@@ -153,7 +180,7 @@ Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status 
   }
 
   json document;
-  StrictDomBuilder builder(document);
+  StrictDomBuilder builder(document, limits);
   try {
     if (json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true,
                         /*ignore_comments=*/false)) {

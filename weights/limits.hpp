@@ -1,0 +1,28 @@
+// The bounds every checkpoint reader enforces, in one place, so that a
+// hostile file costs memory and time in proportion to its size, never more.
+// docs/weight-schema.md lists them with the reasons for their values.
+#pragma once
+
+#include <cstddef>
+
+namespace rootspan::weights {
+
+// Dimensions of a tensor (safetensors shape, schema dimensions). No model
+// format uses more than a handful; 64 leaves room without letting one shape
+// array be millions long.
+inline constexpr std::size_t kMaxTensorRank = 64;
+
+// Entries of one safetensors header (tensors and __metadata__), and tensors
+// of one GGUF file. The largest public checkpoints hold under 100,000
+// tensors in all their shards together; each tensor costs a few hundred
+// bytes of tables, so 2^20 bounds those tables to a few hundred megabytes.
+inline constexpr std::size_t kMaxTensorsPerFile = std::size_t{1} << 20;
+
+// Components in one schema: one per tensor at most in any sensible schema.
+inline constexpr std::size_t kMaxSchemaComponents = kMaxTensorsPerFile;
+
+// Source tensors of one component (a packed component concatenates them:
+// experts stacked over layers are some thousands).
+inline constexpr std::size_t kMaxComponentSources = std::size_t{1} << 16;
+
+}  // namespace rootspan::weights
