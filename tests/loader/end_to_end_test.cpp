@@ -210,8 +210,9 @@ TEST(LoaderEndToEnd, BytesLoadedAreTheBytesHashedEvenWhenThePathIsSwapped) {
   ASSERT_TRUE(context) << context.error().message();
   ASSERT_TRUE(test::swap_happened()) << "the loader never opened " << plugin;
   EXPECT_EQ(digest_of(plugin), replaced) << "the path does not name the replacement";
-  ASSERT_EQ(context.value()->reports().size(), 1u);
-  const ProviderReport &report = context.value()->reports()[0];
+  const std::vector<ProviderReport> reports = context.value()->reports();  // a snapshot
+  ASSERT_EQ(reports.size(), 1u);
+  const ProviderReport &report = reports[0];
   EXPECT_EQ(report.state, ROOTSPAN_PROVIDER_LOADED) << report.policy << ": " << report.reason;
   EXPECT_EQ(report.kind, "host");
   EXPECT_EQ(report.device_count, 1u);
