@@ -6,6 +6,8 @@ packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-d
           libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev cmake rustc
           python3-jsonschema util-linux passwd "$@")  # setpriv, useradd: the loader's security tests act as a second user
 missing=()
+# .ci/valgrind: memcheck of the C embedding program and the CLI.
+packages+=(valgrind)
 # The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3.
 packages+=(python3-numpy python3-torch)
 for p in "${packages[@]}"; do
