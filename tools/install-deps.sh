@@ -3,9 +3,17 @@
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev cmake rustc
-          python3-jsonschema util-linux passwd "$@")  # setpriv, useradd: the loader's security tests act as a second user
+          libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev libamdhip64-dev "$@")
+# The install test: a program built with CMake's find_package; the manifest
+# checked against its JSON Schema.
+packages+=(cmake python3-jsonschema)
+# The Rust embedding example.
+packages+=(rustc)
+# setpriv, useradd: the loader's security tests act as a second user.
+packages+=(util-linux passwd)
 missing=()
+# .ci/valgrind: memcheck of the C embedding program and the CLI.
+packages+=(valgrind)
 # The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3.
 packages+=(python3-numpy python3-torch)
 for p in "${packages[@]}"; do
