@@ -9,8 +9,8 @@ bash tools/install-deps.sh
 ninja -C build
 
 echo
-echo "== rootspan providers"
-./build/tools/rootspan providers
+echo "== rootspan providers (the build folder's manifest: every plugin this build made)"
+./build/tools/rootspan providers --manifest build/config/providers-build.json
 echo
 echo "== host-memory example"
 ./build/tools/rootspan-host-example
