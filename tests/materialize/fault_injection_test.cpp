@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "core/static_providers.hpp"
@@ -312,7 +314,7 @@ TEST(FaultInjection, EveryFaultOfEveryHookFailsCleanly) {
           EXPECT_TRUE(status == ROOTSPAN_ERR_PROVIDER_FAILURE || status == fault().injected_status)
               << describe(error.get());
           const std::string message = rootspan_error_message(error.get());
-          EXPECT_NE(message.find("faulty"), std::string::npos) << message;
+          EXPECT_NE(message.find("provider 'faulty'"), std::string::npos) << message;
           EXPECT_NE(message.find(std::string("injected fault: ") + hook_name(hook) + " call #" + std::to_string(k)),
                     std::string::npos)
               << message;
