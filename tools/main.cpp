@@ -8,8 +8,9 @@
 
 namespace {
 
-void print_help() {
-  std::puts(
+// On stdout when asked for, on stderr when the command line was wrong.
+void print_help(std::FILE *out) {
+  std::fputs(
       "usage: rootspan <command> [options]\n"
       "\n"
       "commands:\n"
@@ -24,10 +25,11 @@ void print_help() {
       "  plan PATH --rank R --world W [--split PATTERN=DIM]... [--schema FILE] [--tensors PATTERN]...\n"
       "                              the byte ranges rank R of W reads for each component, reading no tensor\n"
       "                              data; DIM -1 replicates; a component no PATTERN matches is replicated;\n"
-      "                              uneven splits give the first n %% W ranks one more (torch.tensor_split)\n"
+      "                              uneven splits give the first n % W ranks one more (torch.tensor_split)\n"
       "\n"
-      "PATH is a .safetensors file, a folder, an index file (model.safetensors.index.json), or a Hugging Face\n"
-      "cache repository folder (models--org--name; --revision picks a snapshot, default refs/main).\n"
+      "PATH is a .safetensors or .gguf file (a split GGUF by any of its parts), a folder, an index file\n"
+      "(model.safetensors.index.json), or a Hugging Face cache repository folder (models--org--name;\n"
+      "--revision picks a snapshot, default refs/main).\n"
       "PATTERN is a shell-style glob over component ids ('*' matches '.' and '/' too).\n"
       "\n"
       "options of every command (also as --opt=value):\n"
@@ -35,7 +37,8 @@ void print_help() {
       "  --manifest FILE             read this manifest (repeatable; replaces discovery)\n"
       "  --no-static                 leave out the compiled-in providers\n"
       "\n"
-      "exit status: 0 done, 2 usage, 3 invalid input, 4 provider or system failure");
+      "exit status: 0 done, 2 usage, 3 invalid input, 4 provider or system failure\n",
+      out);
 }
 
 }  // namespace
@@ -43,7 +46,7 @@ void print_help() {
 int main(int argc, char **argv) {
   using namespace rootspan::cli;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    print_help();
+    print_help(argc < 2 ? stderr : stdout);
     return argc < 2 ? kUsage : kDone;
   }
   const std::string command = argv[1];

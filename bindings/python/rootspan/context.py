@@ -280,8 +280,14 @@ class Context:
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
-             world_size=0, split=None):
-        """Loads a checkpoint (one safetensors file, or a folder with model.safetensors.index.json).
+             world_size=0, split=None, tensors=None, revision=None):
+        """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
+        file, or a Hugging Face cache repository folder (models--org--name).
+
+        tensors: shell-style patterns over component ids; only the components
+        one matches are loaded (a pattern matching nothing is NotFoundError);
+        revision: the branch, tag or commit of a cache repository (None: the
+        one refs/main names);
 
         schema: a component schema file (None: one component per tensor);
         provider: a provider name or "auto"; strategy: "mmap" or "read";
@@ -292,7 +298,8 @@ class Context:
         wins; components no pattern matches are replicated). Returns Weights
         (weights.bytes_read: what was read)."""
         from .weights import load
-        return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split)
+        return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
+                    revision)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

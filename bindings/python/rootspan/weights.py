@@ -262,9 +262,23 @@ def _split_rules(rank, world_size, split):
     return rank, world_size, rules
 
 
-def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None):
+def _patterns(tensors):
+    """tensors as a C array of patterns (None: every component)."""
+    if tensors is None:
+        return None
+    if isinstance(tensors, (str, bytes)) or not all(isinstance(t, str) for t in tensors):
+        raise TypeError(f"tensors must be a list of patterns (str), got {tensors!r}")
+    patterns = [t.encode() for t in tensors]
+    return (ctypes.c_char_p * max(len(patterns), 1))(*patterns), len(patterns)
+
+
+def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
+         tensors=None, revision=None):
     path_c = _path(path, "path")
     schema_c = None if schema is None else _path(schema, "schema")
+    patterns = _patterns(tensors)
+    if revision is not None and not isinstance(revision, str):
+        raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
     _check_int(device, "device")
@@ -282,6 +296,10 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.split_rules = rule_array if rules else None
     options.split_rule_count = len(rules)
     options.schema_path = schema_c
+    if patterns is not None:  # the array stays alive through the call
+        options.tensors = ctypes.cast(patterns[0], ctypes.POINTER(ctypes.c_char_p))
+        options.tensor_count = patterns[1]
+    options.revision = None if revision is None else revision.encode()
     options.provider = provider.encode()
     options.device = device
     options.strategy = _abi.LOAD_STRATEGIES[strategy]

@@ -100,6 +100,22 @@ class ExampleCheckpoint(Base):
             self.assertEqual(array[0], 42.0)
             del array, tensor
 
+    def test_tensors_load_a_subset_and_revision_needs_a_cache(self):
+        every = set(checkpoint_tensors(EXAMPLE))
+        with self.ctx.load(EXAMPLE, tensors=["model.layers.0.mlp.*", "model.norm.weight"]) as weights:
+            expected = {t for t in every if t.startswith("model.layers.0.mlp.")} | {"model.norm.weight"}
+            self.assertEqual(set(weights), expected)
+        with self.assertRaises(rootspan.NotFoundError) as caught:
+            self.ctx.load(EXAMPLE, tensors=["no.such.*"])
+        self.assertIn('tensor pattern "no.such.*" matches no component id', str(caught.exception))
+        with self.assertRaises(rootspan.InvalidCheckpointError) as caught:
+            self.ctx.load(EXAMPLE, revision="main")
+        self.assertIn("applies only to a Hugging Face cache repository folder", str(caught.exception))
+        with self.assertRaises(TypeError):
+            self.ctx.load(EXAMPLE, tensors="model.*")  # one string, not a list of patterns
+        with self.assertRaises(TypeError):
+            self.ctx.load(EXAMPLE, revision=7)
+
     def test_mapping_protocol_and_lookups(self):
         with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
             self.assertEqual(len(weights), 4)
