@@ -28,24 +28,12 @@ namespace {
 using test::HasPolicy;
 using test::Mentions;
 using test::TempDir;
+using test::sha256_hex;
 namespace fs = std::filesystem;
 
 const fs::path kOrigin = LOADER_TEST_ORIGIN_PLUGIN;
 const fs::path kDep = LOADER_TEST_ORIGIN_DEP;
 const std::string kDepName = "librootspan-test-origin-dep.so";
-
-std::string sha256_hex(const std::string &bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string out;
-  char buf[3];
-  for (unsigned i = 0; i < length; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    out += buf;
-  }
-  return out;
-}
 
 // The plugin and its library copied into a folder of their own.
 struct Package {

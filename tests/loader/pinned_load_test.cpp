@@ -22,23 +22,11 @@ namespace {
 using test::HasPolicy;
 using test::Mentions;
 using test::TempDir;
+using test::sha256_hex;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
 const fs::path kNoEntry = LOADER_TEST_NO_ENTRY_PLUGIN;
-
-std::string sha256_hex(const std::string &bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string out;
-  char buf[3];
-  for (unsigned i = 0; i < length; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    out += buf;
-  }
-  return out;
-}
 
 // Rewrites the file in place: the same inode, so an open descriptor of it
 // sees the new bytes.

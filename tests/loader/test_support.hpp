@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +14,25 @@
 #include <string_view>
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include "core/diagnostic.hpp"
 
 namespace rootspan::test {
+
+// The lowercase hex SHA-256 of some bytes, as a manifest pins a library.
+inline std::string sha256_hex(const std::string &bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string out;
+  char buf[3];
+  for (unsigned i = 0; i < length; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+    out += buf;
+  }
+  return out;
+}
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it.
 class TempDir {
