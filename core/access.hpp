@@ -15,8 +15,7 @@ Result<void> claim_split(Claim &parent, const rootspan_range *ranges, std::size_
 Result<void> claim_release(Claim &claim);
 
 // docs/concepts.md. Offsets are relative to the claim.
-Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t offset, std::uint64_t length,
-                            bool write);
+Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t offset, std::uint64_t length, bool write);
 void unmap(Mapping &mapping);
 
 // docs/concepts.md.

@@ -22,7 +22,8 @@ extern "C" {
 
 // "MAJOR.MINOR.PATCH" from rootspan.h's macros, so the two cannot disagree.
 #define ROOTSPAN_TEXT(x) #x
-#define ROOTSPAN_VERSION_TEXT(major, minor, patch) ROOTSPAN_TEXT(major) "." ROOTSPAN_TEXT(minor) "." ROOTSPAN_TEXT(patch)
+#define ROOTSPAN_VERSION_TEXT(major, minor, patch) \
+  ROOTSPAN_TEXT(major) "." ROOTSPAN_TEXT(minor) "." ROOTSPAN_TEXT(patch)
 const char *rootspan_version(void) {
   return ROOTSPAN_VERSION_TEXT(ROOTSPAN_VERSION_MAJOR, ROOTSPAN_VERSION_MINOR, ROOTSPAN_VERSION_PATCH);
 }

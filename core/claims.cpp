@@ -101,8 +101,8 @@ Result<void> ClaimBook::release(Claim *claim) {
   if (claim->children != 0 || claim->mappings != 0 || claim->device_accesses != 0) {
     return make_error(ROOTSPAN_ERR_BUSY, "release_claim",
                       describe_claim(*claim) + " still has " + std::to_string(claim->children) + " children, " +
-                          std::to_string(claim->mappings) + " mappings and " +
-                          std::to_string(claim->device_accesses) + " device accesses");
+                          std::to_string(claim->mappings) + " mappings and " + std::to_string(claim->device_accesses) +
+                          " device accesses");
   }
   auto it = std::find(live_.begin(), live_.end(), claim);
   live_.erase(it);

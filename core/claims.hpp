@@ -20,9 +20,9 @@ struct Claim {
   Root *root = nullptr;
   Span span;
   rootspan_claim_mode mode = ROOTSPAN_CLAIM_SHARED;
-  Claim *parent = nullptr;         // set for the children of a split
-  std::uint32_t children = 0;      // live children of a split
-  std::uint32_t mappings = 0;      // live mappings
+  Claim *parent = nullptr;     // set for the children of a split
+  std::uint32_t children = 0;  // live children of a split
+  std::uint32_t mappings = 0;  // live mappings
   std::uint32_t device_accesses = 0;
   // The live device accesses as the provider returned them, so that a
   // context destroyed with accesses live can release them.

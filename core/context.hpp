@@ -29,8 +29,8 @@ struct ProviderReport {
   std::uint32_t abi_minor = 0;
   std::uint32_t device_count = 0;
   std::int32_t priority = 0;
-  std::string policy;  // the policy that skipped it, or ""
-  std::string reason;  // why it was skipped or failed, or why it has no device
+  std::string policy;                  // the policy that skipped it, or ""
+  std::string reason;                  // why it was skipped or failed, or why it has no device
   rootspan_status code = ROOTSPAN_OK;  // the error that skipped or failed it
 };
 
@@ -127,7 +127,9 @@ class Context {
   std::vector<std::string> manifests_;
 
   struct KeyHash {
-    std::size_t operator()(const Key &k) const { return std::hash<std::uint64_t>()(k.domain * 0x9E3779B97F4A7C15ull ^ k.local); }
+    std::size_t operator()(const Key &k) const {
+      return std::hash<std::uint64_t>()(k.domain * 0x9E3779B97F4A7C15ull ^ k.local);
+    }
   };
   mutable std::mutex mutex_;  // guards roots_; never held on the claim path
   std::unordered_map<Key, std::unique_ptr<Root>, KeyHash> roots_;

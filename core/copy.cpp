@@ -61,10 +61,9 @@ Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t 
     return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; copy through its children instead"));
   }
   auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
-    return to_device ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length,
-                                            nullptr, m)
-                     : table.copy_to_host(root.provider->instance(), &root.allocation, absolute, host, length,
-                                          nullptr, m);
+    return to_device
+               ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length, nullptr, m)
+               : table.copy_to_host(root.provider->instance(), &root.allocation, absolute, host, length, nullptr, m);
   });
   if (!called) return fail(called.error());
   return called;

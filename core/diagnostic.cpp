@@ -38,14 +38,37 @@ void describe_request(std::ostringstream &out, const Requested &r) {
 }  // namespace
 
 const char *status_name(rootspan_status status) {
-  static constexpr const char *kNames[] = {
-      "Ok",           "InvalidArgument",   "RangeOverflow",      "InvalidAlignment", "MisalignedOffset",
-      "OffsetOverflow", "OutsideRootExtent", "InvalidKey",       "DomainNotGranted", "DuplicateIdentity",
-      "RootIdExhausted", "Busy",            "ReadOnly",           "Conflict",         "DTypeMismatch",
-      "LengthMismatch", "Misaligned",       "Unsupported",        "InvalidRequest",   "ProviderFailure",
-      "NotFound",     "OutOfMemory",        "InvalidManifest",    "PluginRejected",   "AbiMismatch",
-      "NoProvider",   "Io",                 "InvalidCheckpoint",  "InvalidSchema",    "InvalidPayload",
-      "Cancelled"};
+  static constexpr const char *kNames[] = {"Ok",
+                                           "InvalidArgument",
+                                           "RangeOverflow",
+                                           "InvalidAlignment",
+                                           "MisalignedOffset",
+                                           "OffsetOverflow",
+                                           "OutsideRootExtent",
+                                           "InvalidKey",
+                                           "DomainNotGranted",
+                                           "DuplicateIdentity",
+                                           "RootIdExhausted",
+                                           "Busy",
+                                           "ReadOnly",
+                                           "Conflict",
+                                           "DTypeMismatch",
+                                           "LengthMismatch",
+                                           "Misaligned",
+                                           "Unsupported",
+                                           "InvalidRequest",
+                                           "ProviderFailure",
+                                           "NotFound",
+                                           "OutOfMemory",
+                                           "InvalidManifest",
+                                           "PluginRejected",
+                                           "AbiMismatch",
+                                           "NoProvider",
+                                           "Io",
+                                           "InvalidCheckpoint",
+                                           "InvalidSchema",
+                                           "InvalidPayload",
+                                           "Cancelled"};
   if (status < 0 || static_cast<std::size_t>(status) >= std::size(kNames)) return "Unknown";
   return kNames[status];
 }

@@ -54,8 +54,8 @@ struct Diagnostic {
   std::string operation;  // "claim", "map_read", "load_manifest", ...
   Requested requested;
   std::optional<Span> resolution;
-  std::string cause;   // "conflict with exclusive claim [0,96)"
-  std::string policy;  // "L4", or "" when no loader policy applies
+  std::string cause;                                              // "conflict with exclusive claim [0,96)"
+  std::string policy;                                             // "L4", or "" when no loader policy applies
   std::optional<std::pair<std::uint64_t, std::uint64_t>> values;  // expected, actual
 
   // The full message: "<operation> for <requested>: <resolution>: <cause>".
@@ -81,11 +81,11 @@ using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V
 // Assigns a Result's value to an existing `target`, or returns its error from
 // the enclosing function. (BOOST_OUTCOME_TRY spells this differently in Boost
 // 1.74, Debian 12's, and in later versions; this one reads the same in both.)
-#define ROOTSPAN_ASSIGN_OR_RETURN(target, expr)        \
-  do {                                                 \
-    auto rootspan_result_ = (expr);                    \
+#define ROOTSPAN_ASSIGN_OR_RETURN(target, expr)             \
+  do {                                                      \
+    auto rootspan_result_ = (expr);                         \
     if (!rootspan_result_) return rootspan_result_.error(); \
-    target = std::move(rootspan_result_).value();      \
+    target = std::move(rootspan_result_).value();           \
   } while (0)
 
 // Fills in what the operation asked for, where the failing helper could not know.

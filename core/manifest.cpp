@@ -177,8 +177,8 @@ class EntryReader {
       return finish(skipped);
     }
     for (const auto &[key, value] : j_.items()) {
-      static constexpr const char *kKnown[] = {"name",     "kind",   "library", "abi", "enabled",
-                                               "priority", "sha256", "options", "dependencies_sha256"};
+      static constexpr const char *kKnown[] = {
+          "name", "kind", "library", "abi", "enabled", "priority", "sha256", "options", "dependencies_sha256"};
       bool known = false;
       for (const char *k : kKnown) known = known || key == k;
       if (!known) notes_.push_back(where() + ": unknown key " + in_quotes(key) + " ignored");

@@ -55,7 +55,7 @@ struct ManifestEntry {
   // present, every dependency found in the plugin's own RUNPATH/RPATH folders
   // must be pinned here and match, and each named one must be found.
   std::map<std::string, std::string> dependencies_sha256;
-  std::string options_json = "{}";    // the "options" object, serialized
+  std::string options_json = "{}";  // the "options" object, serialized
 
   // "manifest /etc/rootspan/manifest.d/10-cuda.json entry 2 \"cuda\"", for messages.
   std::string describe() const;

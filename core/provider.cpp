@@ -33,8 +33,8 @@ rootspan_status caller_status(rootspan_status status) {
 
 }  // namespace
 
-Result<std::shared_ptr<Provider>> Provider::start(const rootspan_provider_table &table,
-                                                  std::shared_ptr<void> library, const std::string &options_json) {
+Result<std::shared_ptr<Provider>> Provider::start(const rootspan_provider_table &table, std::shared_ptr<void> library,
+                                                  const std::string &options_json) {
   std::shared_ptr<Provider> provider(new Provider());
   provider->table_ = table;
   provider->library_ = std::move(library);
@@ -55,9 +55,8 @@ Result<std::shared_ptr<Provider>> Provider::start(const rootspan_provider_table 
   services.log_context = provider.get();
 
   rootspan_provider_instance *instance = nullptr;
-  BOOST_OUTCOME_TRY(provider->invoke("init", [&](rootspan_provider_message *m) {
-    return table.init(&services, options_json.c_str(), &instance, m);
-  }));
+  BOOST_OUTCOME_TRY(provider->invoke(
+      "init", [&](rootspan_provider_message *m) { return table.init(&services, options_json.c_str(), &instance, m); }));
   provider->instance_ = instance;
   provider->started_ = true;
 
@@ -78,9 +77,9 @@ bool Provider::owns_domain(std::uint64_t domain) const {
 }
 
 Diagnostic Provider::failure(const char *hook, rootspan_status status, const std::string &text) const {
-  Diagnostic d = make_error(caller_status(status), "",
-                            "provider '" + name_ + "' " + hook + " failed (" + status_name(status) +
-                                ")" + (text.empty() ? "" : ": " + text));
+  Diagnostic d = make_error(
+      caller_status(status), "",
+      "provider '" + name_ + "' " + hook + " failed (" + status_name(status) + ")" + (text.empty() ? "" : ": " + text));
   return d;
 }
 

@@ -20,8 +20,8 @@ class Provider {
   // past the provider's struct_size are NULL. `library` keeps the plugin's code
   // loaded while this provider (and so any of its roots) lives; empty for a
   // static provider.
-  static Result<std::shared_ptr<Provider>> start(const rootspan_provider_table &table,
-                                                 std::shared_ptr<void> library, const std::string &options_json);
+  static Result<std::shared_ptr<Provider>> start(const rootspan_provider_table &table, std::shared_ptr<void> library,
+                                                 const std::string &options_json);
   ~Provider();
   Provider(const Provider &) = delete;
   Provider &operator=(const Provider &) = delete;

@@ -82,6 +82,9 @@ struct HeldClaim {
   }
 };
 
+// The deleter of a zero-copy root: drops the root's reference to its region.
+void release_retained_region(void *region, void * /*data*/) { delete static_cast<RetainedRegion *>(region); }
+
 class LoadRun {
  public:
   LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
@@ -200,23 +203,21 @@ class LoadRun {
     const rootspan_dtype dtype = root_dtype(payload);
     if (reinterpret_cast<std::uintptr_t>(data) % dtype_alignment(dtype) != 0) return nullptr;
 
-    HostImport import;
-    import.provider = provider_->name();
-    import.dtype = dtype;
-    import.read_only = true;
+    HostImport zero_copy_import;
+    zero_copy_import.provider = provider_->name();
+    zero_copy_import.dtype = dtype;
+    zero_copy_import.read_only = true;
     // The root keeps the file mapping alive through its own region reference.
     // A mapping of the root first checks that the file still covers it.
     if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
       const std::uint64_t start = region.offset();
-      import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
+      zero_copy_import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
         return file->check_covers(start + offset + length);
       };
     }
-    auto *keep = new RetainedRegion(region);
-    import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
-                     address_alignment(data), [](void *context, void *) { delete static_cast<RetainedRegion *>(context); },
-                     keep};
-    auto root = context_.import_host(import);
+    zero_copy_import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
+                               address_alignment(data),      release_retained_region,       new RetainedRegion(region)};
+    auto root = context_.import_host(zero_copy_import);
     if (!root) return error_in(payload, root.error());
     made_.push_back(root.value());
     return root.value();

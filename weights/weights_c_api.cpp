@@ -1,10 +1,10 @@
 // The extern "C" entry points of weights.h.
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "core/c_api_support.hpp"

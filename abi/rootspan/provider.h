@@ -76,13 +76,12 @@ typedef struct rootspan_core_services {
   ROOTSPAN_STRUCT_END(rootspan_core_services, ROOTSPAN_CORE_SERVICES_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_core_services, ROOTSPAN_CORE_SERVICES_STRUCT_SIZE);
 
-
 typedef struct rootspan_allocation_request {
   size_t struct_size;
-  uint32_t device;              /* device ordinal */
+  uint32_t device; /* device ordinal */
   rootspan_memory_kind memory_kind;
-  uint64_t byte_length;         /* may be 0 */
-  uint64_t alignment;           /* a power of two */
+  uint64_t byte_length; /* may be 0 */
+  uint64_t alignment;   /* a power of two */
 } rootspan_allocation_request;
 #define ROOTSPAN_ALLOCATION_REQUEST_LAST_FIELD alignment
 #define ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE \
@@ -95,13 +94,13 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocation_request, ROOTSPAN_ALLOCATION_REQU
  * handed back, unchanged, to every later hook for this allocation. */
 typedef struct rootspan_provider_allocation {
   size_t struct_size;
-  rootspan_key key;        /* out: domain must be one the core granted */
-  uint64_t byte_offset;    /* out: where the root's bytes start inside the allocation */
-  uint64_t byte_length;    /* out */
-  uint64_t alignment;      /* out: alignment guaranteed at byte_offset */
-  void *host_base;         /* out: host address of byte 0, or NULL: no host access */
-  uint32_t device;         /* out: device ordinal */
-  void *provider_handle;   /* out: opaque to the core */
+  rootspan_key key;      /* out: domain must be one the core granted */
+  uint64_t byte_offset;  /* out: where the root's bytes start inside the allocation */
+  uint64_t byte_length;  /* out */
+  uint64_t alignment;    /* out: alignment guaranteed at byte_offset */
+  void *host_base;       /* out: host address of byte 0, or NULL: no host access */
+  uint32_t device;       /* out: device ordinal */
+  void *provider_handle; /* out: opaque to the core */
 } rootspan_provider_allocation;
 #define ROOTSPAN_PROVIDER_ALLOCATION_LAST_FIELD provider_handle
 #define ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE \
@@ -114,9 +113,9 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_allocation, ROOTSPAN_PROVIDER_ALLOC
  * the deleter exactly once, from its release hook. */
 typedef struct rootspan_host_memory {
   size_t struct_size;
-  void *data;              /* first byte */
+  void *data; /* first byte */
   uint64_t byte_length;
-  uint64_t alignment;      /* alignment the caller guarantees for data */
+  uint64_t alignment;                                 /* alignment the caller guarantees for data */
   void (*deleter)(void *deleter_context, void *data); /* may be NULL: borrowed memory */
   void *deleter_context;
 } rootspan_host_memory;
@@ -127,15 +126,14 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_memory, ROOTSPAN_HOST_MEMORY_STRUCT_SIZ
 /* A host view of part of an allocation, returned by map_read / map_write. */
 typedef struct rootspan_provider_mapping {
   size_t struct_size;
-  void *data;              /* out: host address of the mapped range */
-  uint64_t byte_length;    /* out: must equal the requested length */
-  void *provider_token;    /* out: opaque, handed back to unmap */
+  void *data;           /* out: host address of the mapped range */
+  uint64_t byte_length; /* out: must equal the requested length */
+  void *provider_token; /* out: opaque, handed back to unmap */
 } rootspan_provider_mapping;
 #define ROOTSPAN_PROVIDER_MAPPING_LAST_FIELD provider_token
 #define ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_provider_mapping, ROOTSPAN_PROVIDER_MAPPING_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_mapping, ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE);
-
 
 /* A provider's completion event for an asynchronous copy. */
 typedef struct rootspan_provider_event rootspan_provider_event;
@@ -143,11 +141,11 @@ typedef struct rootspan_provider_event rootspan_provider_event;
 /* The provider table. Required entries are never NULL; optional ones may be
  * NULL, meaning "not supported", and the core checks before every call. */
 typedef struct rootspan_provider_table {
-  size_t struct_size;          /* sizeof(rootspan_provider_table) of the provider */
-  uint32_t abi_major;          /* the provider's ABI major */
-  uint32_t abi_minor;          /* the provider's ABI minor */
-  const char *name;            /* instance name, e.g. "host"; static storage */
-  const char *kind;            /* "host", "cuda", "rocm", ...; static storage */
+  size_t struct_size; /* sizeof(rootspan_provider_table) of the provider */
+  uint32_t abi_major; /* the provider's ABI major */
+  uint32_t abi_minor; /* the provider's ABI minor */
+  const char *name;   /* instance name, e.g. "host"; static storage */
+  const char *kind;   /* "host", "cuda", "rocm", ...; static storage */
 
   /* Required. options_json is the manifest entry's "options" (or "{}"),
    * borrowed for the call. *instance may stay NULL for a stateless provider. */
@@ -156,7 +154,8 @@ typedef struct rootspan_provider_table {
   /* Required. Called once, after every allocation has been released. */
   void (*shutdown)(rootspan_provider_instance *instance);
   /* Required. Zero devices is a valid answer; message then says why. */
-  rootspan_status (*device_count)(rootspan_provider_instance *instance, uint32_t *count, rootspan_provider_message *message);
+  rootspan_status (*device_count)(rootspan_provider_instance *instance, uint32_t *count,
+                                  rootspan_provider_message *message);
   /* Required. */
   rootspan_status (*device_info)(rootspan_provider_instance *instance, uint32_t ordinal, rootspan_device_info *info,
                                  rootspan_provider_message *message);
@@ -168,18 +167,22 @@ typedef struct rootspan_provider_table {
   void (*release)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation);
 
   /* Optional. Host views of [offset, offset + length) of an allocation. */
-  rootspan_status (*map_read)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation, uint64_t offset,
-                              uint64_t length, rootspan_provider_mapping *mapping, rootspan_provider_message *message);
-  rootspan_status (*map_write)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation, uint64_t offset,
-                               uint64_t length, rootspan_provider_mapping *mapping, rootspan_provider_message *message);
+  rootspan_status (*map_read)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
+                              uint64_t offset, uint64_t length, rootspan_provider_mapping *mapping,
+                              rootspan_provider_message *message);
+  rootspan_status (*map_write)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
+                               uint64_t offset, uint64_t length, rootspan_provider_mapping *mapping,
+                               rootspan_provider_message *message);
   /* Optional; required when map_read or map_write is present. */
-  void (*unmap)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation, const rootspan_provider_mapping *mapping);
+  void (*unmap)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
+                const rootspan_provider_mapping *mapping);
 
   /* Optional. The request was validated by the core. byte_offset is where the
    * claim starts in the allocation; the request's element_offset counts from
    * there. device_ptr must point at that element. */
-  rootspan_status (*prepare_device_access)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
-                                           uint64_t byte_offset, const rootspan_device_access_request *request,
+  rootspan_status (*prepare_device_access)(rootspan_provider_instance *instance,
+                                           const rootspan_provider_allocation *allocation, uint64_t byte_offset,
+                                           const rootspan_device_access_request *request,
                                            rootspan_device_access *access, rootspan_provider_message *message);
   void (*release_device_access)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
                                 const rootspan_device_access *access);
@@ -187,15 +190,17 @@ typedef struct rootspan_provider_table {
   /* Optional. Copies between host memory and [offset, offset + length) of an
    * allocation. With event == NULL the copy is complete on return; otherwise
    * *event receives a completion event to wait on and destroy. */
-  rootspan_status (*copy_from_host)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation, uint64_t offset,
-                                    const void *source, uint64_t length, rootspan_provider_event **event,
+  rootspan_status (*copy_from_host)(rootspan_provider_instance *instance,
+                                    const rootspan_provider_allocation *allocation, uint64_t offset, const void *source,
+                                    uint64_t length, rootspan_provider_event **event,
                                     rootspan_provider_message *message);
-  rootspan_status (*copy_to_host)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation, uint64_t offset,
-                                  void *destination, uint64_t length, rootspan_provider_event **event,
+  rootspan_status (*copy_to_host)(rootspan_provider_instance *instance, const rootspan_provider_allocation *allocation,
+                                  uint64_t offset, void *destination, uint64_t length, rootspan_provider_event **event,
                                   rootspan_provider_message *message);
   /* Optional; required when an asynchronous copy can return an event. Waits,
    * then destroys the event. */
-  rootspan_status (*event_wait)(rootspan_provider_instance *instance, rootspan_provider_event *event, rootspan_provider_message *message);
+  rootspan_status (*event_wait)(rootspan_provider_instance *instance, rootspan_provider_event *event,
+                                rootspan_provider_message *message);
 
   /* Optional. Makes caller host memory an allocation (see rootspan_host_memory). */
   rootspan_status (*import_host_memory)(rootspan_provider_instance *instance, const rootspan_host_memory *memory,
@@ -248,8 +253,7 @@ static inline void rootspan_struct_write(void *out, const void *value, size_t si
 /* The entry symbol's type. The core offers its ABI version; the provider
  * returns its table (static storage, valid while the library is loaded), or
  * NULL if it cannot serve that core. */
-typedef const rootspan_provider_table *(*rootspan_provider_entry_fn)(uint32_t core_abi_major,
-                                                                      uint32_t core_abi_minor);
+typedef const rootspan_provider_table *(*rootspan_provider_entry_fn)(uint32_t core_abi_major, uint32_t core_abi_minor);
 
 #ifdef __cplusplus
 }

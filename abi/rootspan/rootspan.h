@@ -50,10 +50,10 @@ typedef struct rootspan_error rootspan_error;
 /* What an operation was asked to do. */
 typedef int32_t rootspan_requested_kind;
 enum {
-  ROOTSPAN_REQUESTED_NONE = 0,           /* no range (e.g. a manifest) */
-  ROOTSPAN_REQUESTED_RANGE = 1,          /* a raw range: offset, length */
-  ROOTSPAN_REQUESTED_KEY_RANGE = 2,      /* a key and range */
-  ROOTSPAN_REQUESTED_ROOT_KEY_RANGE = 3  /* a root id, key and range */
+  ROOTSPAN_REQUESTED_NONE = 0,          /* no range (e.g. a manifest) */
+  ROOTSPAN_REQUESTED_RANGE = 1,         /* a raw range: offset, length */
+  ROOTSPAN_REQUESTED_KEY_RANGE = 2,     /* a key and range */
+  ROOTSPAN_REQUESTED_ROOT_KEY_RANGE = 3 /* a root id, key and range */
 };
 
 typedef struct rootspan_requested {
@@ -109,10 +109,10 @@ typedef struct rootspan_mapping rootspan_mapping;
 
 typedef struct rootspan_context_options {
   size_t struct_size;
-  int32_t no_static_providers;    /* non-zero: leave out the compiled-in providers */
-  const char *const *manifests;   /* manifest_count paths (replaces discovery); borrowed */
+  int32_t no_static_providers;  /* non-zero: leave out the compiled-in providers */
+  const char *const *manifests; /* manifest_count paths (replaces discovery); borrowed */
   size_t manifest_count;
-  int32_t discover_manifests;     /* non-zero with manifest_count 0: run discovery (policy L3) */
+  int32_t discover_manifests; /* non-zero with manifest_count 0: run discovery (policy L3) */
 } rootspan_context_options;
 #define ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD discover_manifests
 #define ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE \
@@ -154,19 +154,19 @@ enum {
  * the context. */
 typedef struct rootspan_provider_report {
   size_t struct_size;
-  const char *name;        /* out */
-  const char *kind;        /* out */
+  const char *name;                /* out */
+  const char *kind;                /* out */
   rootspan_provider_origin origin; /* out */
   rootspan_provider_state state;   /* out */
-  const char *library;     /* out: the library path, or NULL for a static provider */
-  const char *manifest;    /* out: the manifest that named it, or NULL */
-  uint32_t abi_major;      /* out: 0 when never negotiated */
-  uint32_t abi_minor;      /* out */
-  uint32_t device_count;   /* out */
-  int32_t priority;        /* out */
-  const char *policy;      /* out: the policy that skipped it ("L4"), or NULL */
-  const char *reason;      /* out: why it was skipped, failed, or has no device; or NULL */
-  rootspan_status code;    /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
+  const char *library;             /* out: the library path, or NULL for a static provider */
+  const char *manifest;            /* out: the manifest that named it, or NULL */
+  uint32_t abi_major;              /* out: 0 when never negotiated */
+  uint32_t abi_minor;              /* out */
+  uint32_t device_count;           /* out */
+  int32_t priority;                /* out */
+  const char *policy;              /* out: the policy that skipped it ("L4"), or NULL */
+  const char *reason;              /* out: why it was skipped, failed, or has no device; or NULL */
+  rootspan_status code;            /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
 } rootspan_provider_report;
 #define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD code
 #define ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE \
@@ -231,31 +231,30 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_root_info, ROOTSPAN_ROOT_INFO_STRUCT_SIZE);
  * memory_kind is one of ROOTSPAN_MEMORY_* (0 = host). */
 typedef struct rootspan_allocate_options {
   size_t struct_size;
-  const char *provider;    /* provider name; borrowed */
+  const char *provider; /* provider name; borrowed */
   uint32_t device;
   rootspan_memory_kind memory_kind;
   uint64_t byte_length;
-  uint64_t alignment;      /* a power of two; 0 means 64 */
-  rootspan_dtype dtype;    /* NONE: untyped root */
+  uint64_t alignment;   /* a power of two; 0 means 64 */
+  rootspan_dtype dtype; /* NONE: untyped root */
 } rootspan_allocate_options;
 #define ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD dtype
 #define ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE);
 
-ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context,
-                                                    const rootspan_allocate_options *options,
+ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
                                                     rootspan_root **root, rootspan_error **error);
 
 /* Caller memory made a host root. deleter (may be NULL) is called exactly once:
  * when the root is released, or before this call returns if it fails. */
 typedef struct rootspan_host_import {
   size_t struct_size;
-  const char *provider;    /* NULL: "host" */
+  const char *provider; /* NULL: "host" */
   void *data;
   uint64_t byte_length;
-  uint64_t alignment;      /* the alignment the caller guarantees for data */
-  rootspan_dtype dtype;    /* NONE: untyped; else byte_length is a whole number of elements */
+  uint64_t alignment;   /* the alignment the caller guarantees for data */
+  rootspan_dtype dtype; /* NONE: untyped; else byte_length is a whole number of elements */
   int32_t read_only;
   void (*deleter)(void *deleter_context, void *data);
   void *deleter_context;
@@ -264,9 +263,8 @@ typedef struct rootspan_host_import {
 #define ROOTSPAN_HOST_IMPORT_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_import, ROOTSPAN_HOST_IMPORT_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZE);
 
-ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context,
-                                                       const rootspan_host_import *import, rootspan_root **root,
-                                                       rootspan_error **error);
+ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context, const rootspan_host_import *import,
+                                                       rootspan_root **root, rootspan_error **error);
 
 ROOTSPAN_API rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_info *info);
 
@@ -294,9 +292,8 @@ typedef struct rootspan_range {
 /* Splits an exclusive claim into count disjoint exclusive children, ranges
  * relative to the parent. The parent cannot be mapped or released while a
  * child lives. On failure no child is made. */
-ROOTSPAN_API rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges,
-                                                  size_t count, rootspan_claim **children,
-                                                  rootspan_error **error);
+ROOTSPAN_API rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges, size_t count,
+                                                  rootspan_claim **children, rootspan_error **error);
 
 ROOTSPAN_API rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_span *span,
                                                      rootspan_claim_mode *mode);
@@ -310,11 +307,9 @@ ROOTSPAN_API rootspan_status rootspan_claim_release(rootspan_claim *claim, roots
 /* Maps [offset, offset + length) relative to the claim as elements of dtype
  * (NONE: bytes). map_write needs an exclusive claim on a writable root. */
 ROOTSPAN_API rootspan_status rootspan_map_read(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset,
-                                               uint64_t length, rootspan_mapping **mapping,
-                                               rootspan_error **error);
+                                               uint64_t length, rootspan_mapping **mapping, rootspan_error **error);
 ROOTSPAN_API rootspan_status rootspan_map_write(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset,
-                                                uint64_t length, rootspan_mapping **mapping,
-                                                rootspan_error **error);
+                                                uint64_t length, rootspan_mapping **mapping, rootspan_error **error);
 /* The mapped bytes: valid until rootspan_unmap. Write through the pointer only
  * for a map_write mapping. */
 ROOTSPAN_API void *rootspan_mapping_data(const rootspan_mapping *mapping);
@@ -328,8 +323,7 @@ ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
  * ROOTSPAN_ERR_UNSUPPORTED. The access holds the claim until released. */
 ROOTSPAN_API rootspan_status rootspan_device_access_prepare(rootspan_claim *claim,
                                                             const rootspan_device_access_request *request,
-                                                            rootspan_device_access *access,
-                                                            rootspan_error **error);
+                                                            rootspan_device_access *access, rootspan_error **error);
 ROOTSPAN_API rootspan_status rootspan_device_access_release(rootspan_claim *claim,
                                                             const rootspan_device_access *access);
 

@@ -46,36 +46,36 @@ extern "C" {
 typedef int32_t rootspan_status;
 enum {
   ROOTSPAN_OK = 0,
-  ROOTSPAN_ERR_INVALID_ARGUMENT = 1,   /* a NULL handle, a short struct_size, a bad enum */
-  ROOTSPAN_ERR_RANGE_OVERFLOW = 2,     /* offset + length overflows 64 bits */
-  ROOTSPAN_ERR_INVALID_ALIGNMENT = 3,  /* alignment is 0 or not a power of two */
-  ROOTSPAN_ERR_MISALIGNED_OFFSET = 4,  /* offset is not a multiple of the alignment */
-  ROOTSPAN_ERR_OFFSET_OVERFLOW = 5,    /* root offset + relative offset overflows */
-  ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT = 6,/* a range leaves its root (or its parent claim) */
-  ROOTSPAN_ERR_INVALID_KEY = 7,        /* an allocation key with a zero domain or local id */
-  ROOTSPAN_ERR_DOMAIN_NOT_GRANTED = 8, /* a provider reported a domain it was not granted */
-  ROOTSPAN_ERR_DUPLICATE_IDENTITY = 9, /* a live root already has this key */
-  ROOTSPAN_ERR_ROOT_ID_EXHAUSTED = 10, /* the process-wide root id counter is spent */
-  ROOTSPAN_ERR_BUSY = 11,              /* claims, children or mappings are still live */
-  ROOTSPAN_ERR_READ_ONLY = 12,         /* exclusive claim or write mapping on a read-only root */
-  ROOTSPAN_ERR_CONFLICT = 13,          /* a claim overlaps a live exclusive claim */
-  ROOTSPAN_ERR_DTYPE_MISMATCH = 14,    /* the element type cannot view this root or span */
-  ROOTSPAN_ERR_LENGTH_MISMATCH = 15,   /* a provider mapping has the wrong length */
-  ROOTSPAN_ERR_MISALIGNED = 16,        /* a pointer does not meet the alignment it needs */
-  ROOTSPAN_ERR_UNSUPPORTED = 17,       /* the provider has no such capability */
-  ROOTSPAN_ERR_INVALID_REQUEST = 18,   /* a device-access request does not fit its root */
-  ROOTSPAN_ERR_PROVIDER_FAILURE = 19,  /* a provider hook failed or threw */
-  ROOTSPAN_ERR_NOT_FOUND = 20,         /* no provider or device of that name or ordinal */
-  ROOTSPAN_ERR_OUT_OF_MEMORY = 21,     /* the core itself could not allocate */
-  ROOTSPAN_ERR_INVALID_MANIFEST = 22,  /* a manifest broke a loader policy (L1-L3, L6) */
-  ROOTSPAN_ERR_PLUGIN_REJECTED = 23,   /* a plugin library failed a check before or at load (L4-L6) */
-  ROOTSPAN_ERR_ABI_MISMATCH = 24,      /* a plugin's ABI major or minor is not acceptable */
-  ROOTSPAN_ERR_NO_PROVIDER = 25,       /* no provider at all could be used (L7) */
-  ROOTSPAN_ERR_IO = 26,                /* a file could not be opened, read or mapped */
-  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27,/* a checkpoint file or index broke a rule of docs/weight-schema.md */
-  ROOTSPAN_ERR_INVALID_SCHEMA = 28,    /* a component schema broke a rule of docs/weight-schema.md */
-  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,   /* a payload or segment broke a rule of docs/weight-schema.md */
-  ROOTSPAN_ERR_CANCELLED = 30          /* the caller's progress callback asked to stop */
+  ROOTSPAN_ERR_INVALID_ARGUMENT = 1,    /* a NULL handle, a short struct_size, a bad enum */
+  ROOTSPAN_ERR_RANGE_OVERFLOW = 2,      /* offset + length overflows 64 bits */
+  ROOTSPAN_ERR_INVALID_ALIGNMENT = 3,   /* alignment is 0 or not a power of two */
+  ROOTSPAN_ERR_MISALIGNED_OFFSET = 4,   /* offset is not a multiple of the alignment */
+  ROOTSPAN_ERR_OFFSET_OVERFLOW = 5,     /* root offset + relative offset overflows */
+  ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT = 6, /* a range leaves its root (or its parent claim) */
+  ROOTSPAN_ERR_INVALID_KEY = 7,         /* an allocation key with a zero domain or local id */
+  ROOTSPAN_ERR_DOMAIN_NOT_GRANTED = 8,  /* a provider reported a domain it was not granted */
+  ROOTSPAN_ERR_DUPLICATE_IDENTITY = 9,  /* a live root already has this key */
+  ROOTSPAN_ERR_ROOT_ID_EXHAUSTED = 10,  /* the process-wide root id counter is spent */
+  ROOTSPAN_ERR_BUSY = 11,               /* claims, children or mappings are still live */
+  ROOTSPAN_ERR_READ_ONLY = 12,          /* exclusive claim or write mapping on a read-only root */
+  ROOTSPAN_ERR_CONFLICT = 13,           /* a claim overlaps a live exclusive claim */
+  ROOTSPAN_ERR_DTYPE_MISMATCH = 14,     /* the element type cannot view this root or span */
+  ROOTSPAN_ERR_LENGTH_MISMATCH = 15,    /* a provider mapping has the wrong length */
+  ROOTSPAN_ERR_MISALIGNED = 16,         /* a pointer does not meet the alignment it needs */
+  ROOTSPAN_ERR_UNSUPPORTED = 17,        /* the provider has no such capability */
+  ROOTSPAN_ERR_INVALID_REQUEST = 18,    /* a device-access request does not fit its root */
+  ROOTSPAN_ERR_PROVIDER_FAILURE = 19,   /* a provider hook failed or threw */
+  ROOTSPAN_ERR_NOT_FOUND = 20,          /* no provider or device of that name or ordinal */
+  ROOTSPAN_ERR_OUT_OF_MEMORY = 21,      /* the core itself could not allocate */
+  ROOTSPAN_ERR_INVALID_MANIFEST = 22,   /* a manifest broke a loader policy (L1-L3, L6) */
+  ROOTSPAN_ERR_PLUGIN_REJECTED = 23,    /* a plugin library failed a check before or at load (L4-L6) */
+  ROOTSPAN_ERR_ABI_MISMATCH = 24,       /* a plugin's ABI major or minor is not acceptable */
+  ROOTSPAN_ERR_NO_PROVIDER = 25,        /* no provider at all could be used (L7) */
+  ROOTSPAN_ERR_IO = 26,                 /* a file could not be opened, read or mapped */
+  ROOTSPAN_ERR_INVALID_CHECKPOINT = 27, /* a checkpoint file or index broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_SCHEMA = 28,     /* a component schema broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_INVALID_PAYLOAD = 29,    /* a payload or segment broke a rule of docs/weight-schema.md */
+  ROOTSPAN_ERR_CANCELLED = 30           /* the caller's progress callback asked to stop */
 };
 
 /* Element types. The numbering is rootspan's own and pinned. NONE is the
@@ -112,8 +112,8 @@ enum {
 /* Claim modes. */
 typedef int32_t rootspan_claim_mode;
 enum {
-  ROOTSPAN_CLAIM_SHARED = 0,    /* read; coexists with other shared claims */
-  ROOTSPAN_CLAIM_EXCLUSIVE = 1  /* read/write; conflicts with every overlapping claim */
+  ROOTSPAN_CLAIM_SHARED = 0,   /* read; coexists with other shared claims */
+  ROOTSPAN_CLAIM_EXCLUSIVE = 1 /* read/write; conflicts with every overlapping claim */
 };
 
 /* Allocation key: a diagnostic identity, not an ownership proof. Both fields
@@ -126,14 +126,14 @@ typedef struct rootspan_key {
 /* A strided device view of a claim, as a kernel launch wants it.
  * Strides and the element offset count elements, not bytes. */
 typedef struct rootspan_device_access_request {
-  size_t struct_size;       /* sizeof(rootspan_device_access_request) of the writer */
-  rootspan_key key;         /* must equal the root's key */
-  uint64_t byte_length;     /* must lie within the root's extent */
-  uint64_t element_size;    /* bytes per element; non-zero */
-  uint64_t element_offset;  /* first element, relative to the claim */
-  uint32_t rank;            /* entries in shape and strides */
-  const uint64_t *shape;    /* rank entries; borrowed for the call */
-  const int64_t *strides;   /* rank entries; borrowed for the call */
+  size_t struct_size;      /* sizeof(rootspan_device_access_request) of the writer */
+  rootspan_key key;        /* must equal the root's key */
+  uint64_t byte_length;    /* must lie within the root's extent */
+  uint64_t element_size;   /* bytes per element; non-zero */
+  uint64_t element_offset; /* first element, relative to the claim */
+  uint32_t rank;           /* entries in shape and strides */
+  const uint64_t *shape;   /* rank entries; borrowed for the call */
+  const int64_t *strides;  /* rank entries; borrowed for the call */
 } rootspan_device_access_request;
 #define ROOTSPAN_DEVICE_ACCESS_REQUEST_LAST_FIELD strides
 #define ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE \
@@ -156,9 +156,9 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_access, ROOTSPAN_DEVICE_ACCESS_STRUCT
 /* Memory kinds an allocation request may ask for. */
 typedef int32_t rootspan_memory_kind;
 enum {
-  ROOTSPAN_MEMORY_HOST = 0,        /* ordinary host memory */
-  ROOTSPAN_MEMORY_DEVICE = 1,      /* device memory, no host access */
-  ROOTSPAN_MEMORY_HOST_PINNED = 2  /* page-locked host memory, host-mappable and device-accessible */
+  ROOTSPAN_MEMORY_HOST = 0,       /* ordinary host memory */
+  ROOTSPAN_MEMORY_DEVICE = 1,     /* device memory, no host access */
+  ROOTSPAN_MEMORY_HOST_PINNED = 2 /* page-locked host memory, host-mappable and device-accessible */
 };
 
 /* A device's description. Strings are NUL-terminated and truncated to fit. */
@@ -166,7 +166,7 @@ typedef struct rootspan_device_info {
   size_t struct_size;
   uint32_t ordinal;
   char name[128];
-  char pci_bus_id[32];     /* "" when the device has none */
+  char pci_bus_id[32]; /* "" when the device has none */
   uint64_t total_memory_bytes;
   uint64_t free_memory_bytes;
 } rootspan_device_info;

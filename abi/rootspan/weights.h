@@ -68,8 +68,8 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_split_rule, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE)
 
 typedef struct rootspan_load_options {
   size_t struct_size;
-  const char *schema_path;  /* a component schema file, or NULL: one component per tensor */
-  const char *provider;     /* a provider name, or NULL / "auto": the highest-priority provider with a device */
+  const char *schema_path; /* a component schema file, or NULL: one component per tensor */
+  const char *provider;    /* a provider name, or NULL / "auto": the highest-priority provider with a device */
   uint32_t device;
   rootspan_load_strategy strategy;
   rootspan_load_progress_fn progress; /* may be NULL */
@@ -83,8 +83,8 @@ typedef struct rootspan_load_options {
   /* Tensor-parallel loading: with world_size > 0, only this rank's slice of
    * each component is read and loaded (each component's shape is then its
    * slice's). world_size 0: the whole checkpoint, as without these fields. */
-  uint32_t rank;       /* in [0, world_size) */
-  uint32_t world_size; /* ranks in all; 0: no slicing */
+  uint32_t rank;                          /* in [0, world_size) */
+  uint32_t world_size;                    /* ranks in all; 0: no slicing */
   const rootspan_split_rule *split_rules; /* split_rule_count rules; borrowed for the call; NULL/0: replicate all */
   size_t split_rule_count;
 } rootspan_load_options;
@@ -154,12 +154,12 @@ typedef struct rootspan_component_info {
   rootspan_dtype dtype;         /* out: the dense element type; ROOTSPAN_DTYPE_U8 for block-quantized bytes */
   rootspan_component_role role; /* out: ROOTSPAN_ROLE_* */
   rootspan_encoding_kind encoding; /* out: ROOTSPAN_ENCODING_DENSE or ROOTSPAN_ENCODING_BLOCK_QUANTIZED */
-  const char *format_id;     /* out: block-quantized format id; NULL when dense; lives as long as the weights */
-  uint64_t values_per_block; /* out: logical values in one block; 0 when dense */
-  uint64_t bytes_per_block;  /* out: bytes of one block; 0 when dense */
-  uint32_t rank;             /* out: entries in shape (0 for a scalar) */
-  const uint64_t *shape;     /* out: rank dimensions (for block-quantized: the block grid, as the schema gives it);
-                                NULL when rank is 0; lives as long as the weights */
+  const char *format_id;           /* out: block-quantized format id; NULL when dense; lives as long as the weights */
+  uint64_t values_per_block;       /* out: logical values in one block; 0 when dense */
+  uint64_t bytes_per_block;        /* out: bytes of one block; 0 when dense */
+  uint32_t rank;                   /* out: entries in shape (0 for a scalar) */
+  const uint64_t *shape; /* out: rank dimensions (for block-quantized: the block grid, as the schema gives it);
+                            NULL when rank is 0; lives as long as the weights */
 } rootspan_component_info;
 #define ROOTSPAN_COMPONENT_INFO_LAST_FIELD shape
 #define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \

@@ -166,7 +166,8 @@ TEST_F(Concurrency, SplitChildrenAreExclusiveAcrossThreads) {
         rootspan_unmap(m);
         rootspan_claim *other = nullptr;
         const std::uint64_t neighbour = kChild * ((i + 1) % kThreads);
-        if (rootspan_claim_acquire(root, neighbour, 8, ROOTSPAN_CLAIM_SHARED, &other, nullptr) != ROOTSPAN_ERR_CONFLICT) {
+        if (rootspan_claim_acquire(root, neighbour, 8, ROOTSPAN_CLAIM_SHARED, &other, nullptr) !=
+            ROOTSPAN_ERR_CONFLICT) {
           ++intruders;
           if (other != nullptr) rootspan_claim_release(other, nullptr);
         }

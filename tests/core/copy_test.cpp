@@ -193,8 +193,9 @@ TEST_F(HookCopy, AFailingCopyHookPassesItsMessage) {
   std::vector<unsigned char> buffer(16);
   Err e;
   ASSERT_EQ(rootspan_copy_to_host(c, 0, buffer.data(), 16, e.out()), ROOTSPAN_ERR_PROVIDER_FAILURE);
-  EXPECT_EQ(e.message(), root_request("copy_to_host", root_, 0, 16) +
-                             ": resolved to span [0,64): provider 'device-sim' copy_to_host failed (Io): DMA engine hung");
+  EXPECT_EQ(e.message(),
+            root_request("copy_to_host", root_, 0, 16) +
+                ": resolved to span [0,64): provider 'device-sim' copy_to_host failed (Io): DMA engine hung");
   release(c);
 }
 

@@ -67,8 +67,8 @@ class DeviceAccess : public CoreTest {
     const rootspan_requested q = e.requested();
     EXPECT_EQ(q.kind, ROOTSPAN_REQUESTED_ROOT_KEY_RANGE);
     EXPECT_EQ(q.root_id, info_of(root_).root_id);
-    EXPECT_EQ(e.message(), "prepare_device_access for root " + str(q.root_id) + " key " + key_text(r.key) +
-                               " range " + range_text(q.offset, q.offset + r.byte_length) + ": resolved to span " +
+    EXPECT_EQ(e.message(), "prepare_device_access for root " + str(q.root_id) + " key " + key_text(r.key) + " range " +
+                               range_text(q.offset, q.offset + r.byte_length) + ": resolved to span " +
                                range_text(span.offset, span.offset + span.length) + ": " + cause);
     EXPECT_EQ(counters().prepare.load(), 0) << "an invalid request must not reach the provider";
   }
@@ -210,10 +210,10 @@ TEST_F(DeviceAccess, AliasingStridesAreRefusedForExclusiveAccessOnly) {
     std::vector<std::int64_t> strides;
   };
   const Layout aliasing[] = {
-      {{4}, {0}},            // broadcast
-      {{2, 3}, {2, 1}},      // rows overlap by one element
-      {{2, 2}, {1, 1}},      // a transposed copy of itself
-      {{4, 4}, {-1, 1}},     // negative strides alias too
+      {{4}, {0}},         // broadcast
+      {{2, 3}, {2, 1}},   // rows overlap by one element
+      {{2, 2}, {1, 1}},   // a transposed copy of itself
+      {{4, 4}, {-1, 1}},  // negative strides alias too
   };
   rootspan_claim *x = claim(root_, 0, 256, ROOTSPAN_CLAIM_EXCLUSIVE);
   for (const Layout &l : aliasing) {
@@ -225,12 +225,12 @@ TEST_F(DeviceAccess, AliasingStridesAreRefusedForExclusiveAccessOnly) {
   }
   // Layouts that write each element once are fine for exclusive access.
   const Layout distinct[] = {
-      {{4, 8}, {8, 1}},   // row major
-      {{4, 8}, {1, 4}},   // column major
-      {{8}, {-1}},        // reversed
-      {{4, 1}, {1, 0}},   // a stride over an extent of 1 never steps
-      {{0, 3}, {0, 0}},   // an empty view writes nothing
-      {{}, {}},           // a scalar
+      {{4, 8}, {8, 1}},  // row major
+      {{4, 8}, {1, 4}},  // column major
+      {{8}, {-1}},       // reversed
+      {{4, 1}, {1, 0}},  // a stride over an extent of 1 never steps
+      {{0, 3}, {0, 0}},  // an empty view writes nothing
+      {{}, {}},          // a scalar
   };
   for (const Layout &l : distinct) {
     shape_ = l.shape;

@@ -14,12 +14,12 @@
 
 static int failures = 0;
 
-#define CHECK(cond, message)                                                          \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define CHECK(cond, message)                                                           \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
       fprintf(stderr, "%s:%d: expected %s: %s\n", __FILE__, __LINE__, #cond, message); \
-      ++failures;                                                                     \
-    }                                                                                 \
+      ++failures;                                                                      \
+    }                                                                                  \
   } while (0)
 
 /* Checks a status; on a mismatch prints the error's message. Frees *error. */
@@ -132,7 +132,8 @@ static rootspan_status sim_prepare(rootspan_provider_instance *instance, const r
                                    rootspan_device_access *access, rootspan_provider_message *message) {
   (void)instance;
   (void)message;
-  access->device_ptr = (char *)allocation->provider_handle + byte_offset + request->element_offset * request->element_size;
+  access->device_ptr =
+      (char *)allocation->provider_handle + byte_offset + request->element_offset * request->element_size;
   access->device_ordinal = allocation->device;
   access->stream = (void *)&sim_releases; /* any recognizable handle */
   access->provider_token = NULL;
@@ -336,8 +337,7 @@ int main(void) {
     snprintf(text, sizeof text,
              "span for root %llu key (%llu,%llu) range [250,264): unresolved: range ends at 264, past the root's "
              "length 256",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain,
-             (unsigned long long)info.key.local);
+             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     memset(&requested, 0, sizeof requested);
     requested.struct_size = sizeof requested;
@@ -359,8 +359,7 @@ int main(void) {
   } else {
     snprintf(text, sizeof text,
              "claim for root %llu key (%llu,%llu) range [64,128): unresolved: conflict with exclusive claim [0,96)",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain,
-             (unsigned long long)info.key.local);
+             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     rootspan_error_free(error);
     error = NULL;
@@ -426,7 +425,8 @@ int main(void) {
     EXPECT_STRING(rootspan_error_operation(error), "prepare_device_access");
     memset(&span, 0, sizeof span);
     span.struct_size = sizeof span;
-    CHECK(rootspan_error_resolution(error, &span) == 1 && span.offset == 0 && span.length == 96, "resolved to the claim");
+    CHECK(rootspan_error_resolution(error, &span) == 1 && span.offset == 0 && span.length == 96,
+          "resolved to the claim");
     rootspan_error_free(error);
     error = NULL;
   }

@@ -60,7 +60,8 @@ TEST(ValidateExtent, GoodExtentsPass) {
   EXPECT_TRUE(rootspan::validate_extent(extent(0, 4096, 4096)));
   EXPECT_TRUE(rootspan::validate_extent(extent(128, 64, 64)));
   EXPECT_TRUE(rootspan::validate_extent(extent(kMax - 63, 63, 1)));  // ends at 2^64 - 1
-  EXPECT_TRUE(rootspan::validate_extent(extent(std::uint64_t{1} << 63, std::uint64_t{1} << 62, std::uint64_t{1} << 63)));
+  EXPECT_TRUE(
+      rootspan::validate_extent(extent(std::uint64_t{1} << 63, std::uint64_t{1} << 62, std::uint64_t{1} << 63)));
 }
 
 TEST(ValidateKey, BothHalvesMustBeNonZero) {
@@ -163,7 +164,8 @@ TEST_F(ExtentImport, InvalidKeyIsCheckedBeforeTheExtent) {
   behaviour().byte_offset = kMax;  // overflowing too
   Err e;
   expect_rejected(ROOTSPAN_ERR_INVALID_KEY, e);
-  EXPECT_EQ(e.cause(), "allocation key (" + str(domain_) + ",0) has a zero half; both domain and local id must be non-zero");
+  EXPECT_EQ(e.cause(),
+            "allocation key (" + str(domain_) + ",0) has a zero half; both domain and local id must be non-zero");
 }
 
 TEST_F(ExtentImport, ANonZeroOffsetThatIsAlignedIsAccepted) {

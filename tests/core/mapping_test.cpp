@@ -163,8 +163,8 @@ TEST_F(Mapping, UntypedRootsTakeAnyTypeWhoseSizeDividesTheSpan) {
   EXPECT_EQ(map(c, ROOTSPAN_DTYPE_C64, 0, 32, e, true), ROOTSPAN_OK) << e.message();
 
   ASSERT_EQ(map(c, ROOTSPAN_DTYPE_F64, 0, 12, e), ROOTSPAN_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(e.message(),
-            root_request("map_read", root, 0, 12) + ": unresolved: span length 12 is not a whole number of F64 elements");
+  EXPECT_EQ(e.message(), root_request("map_read", root, 0, 12) +
+                             ": unresolved: span length 12 is not a whole number of F64 elements");
   std::uint64_t expected = 1, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 0u);
@@ -200,8 +200,8 @@ TEST_F(Mapping, TheRangeMustBeElementAligned) {
   rootspan_claim *c = claim(root, 0, 64, ROOTSPAN_CLAIM_SHARED);
   Err e;
   ASSERT_EQ(map(c, ROOTSPAN_DTYPE_F32, 2, 8, e), ROOTSPAN_ERR_MISALIGNED_OFFSET);
-  EXPECT_EQ(e.message(),
-            root_request("map_read", root, 2, 10) + ": unresolved: range [2,10) is not element-aligned for 4-byte elements");
+  EXPECT_EQ(e.message(), root_request("map_read", root, 2, 10) +
+                             ": unresolved: range [2,10) is not element-aligned for 4-byte elements");
   std::uint64_t expected = 1, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 0u);
@@ -265,9 +265,10 @@ TEST_F(ProviderMapping, AMisalignedPointerIsRefusedEveryTimeAndUnmapped) {
       const int unmaps = counters().unmap;
       ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_F32, 0, 16, e, write), ROOTSPAN_ERR_MISALIGNED);
       EXPECT_EQ(counters().unmap - unmaps, 1) << "the refused mapping is handed back to the provider";
-      EXPECT_EQ(e.message(), root_request(write ? "map_write" : "map_read", root_, 0, 16) +
-                                 ": resolved to span [0,16): L9: provider 'test' returned a pointer 1 bytes past 4-byte "
-                                 "alignment");
+      EXPECT_EQ(e.message(),
+                root_request(write ? "map_write" : "map_read", root_, 0, 16) +
+                    ": resolved to span [0,16): L9: provider 'test' returned a pointer 1 bytes past 4-byte "
+                    "alignment");
       std::uint64_t expected = 1, actual = 0;
       ASSERT_TRUE(e.values(&expected, &actual));
       EXPECT_EQ(expected, 0u);
@@ -307,8 +308,9 @@ TEST_F(ProviderMapping, AMappingOfTheWrongLengthIsLengthMismatch) {
     ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_NONE, 0, 64, e, true), ROOTSPAN_ERR_LENGTH_MISMATCH);
     EXPECT_EQ(counters().unmap - unmaps, 1);
     const std::uint64_t got = static_cast<std::uint64_t>(64 + delta);
-    EXPECT_EQ(e.message(), root_request("map_write", root_, 0, 64) + ": resolved to span [0,64): L9: provider 'test' mapped " +
-                               str(got) + " bytes for a span of 64");
+    EXPECT_EQ(e.message(), root_request("map_write", root_, 0, 64) +
+                               ": resolved to span [0,64): L9: provider 'test' mapped " + str(got) +
+                               " bytes for a span of 64");
     std::uint64_t expected = 0, actual = 0;
     ASSERT_TRUE(e.values(&expected, &actual));
     EXPECT_EQ(expected, 64u);

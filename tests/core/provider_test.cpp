@@ -111,8 +111,9 @@ TEST_F(Providers, AThrowingAllocateIsAProviderFailureAndTheProcessKeepsServing) 
   EXPECT_EQ(root, nullptr);
   EXPECT_EQ(e.operation(), "import_unique_root");
   EXPECT_EQ(e.cause(), "provider 'test' allocate failed (ProviderFailure): threw an exception: boom");
-  EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed "
-                         "(ProviderFailure): threw an exception: boom");
+  EXPECT_EQ(e.message(),
+            "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed "
+            "(ProviderFailure): threw an exception: boom");
   behaviour().allocate_throws = false;
   behaviour().allocate_throws_nonstd = true;
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_PROVIDER_FAILURE);
@@ -137,9 +138,10 @@ TEST_F(Providers, AThrowingMapHookIsAProviderFailure) {
   rootspan_mapping *m = nullptr;
   Err e;
   ASSERT_EQ(rootspan_map_write(c, ROOTSPAN_DTYPE_NONE, 0, 64, &m, e.out()), ROOTSPAN_ERR_PROVIDER_FAILURE);
-  EXPECT_EQ(e.message(), root_request("map_write", root, 0, 64) +
-                             ": unresolved: provider 'test' map_write failed (ProviderFailure): threw an exception: map "
-                             "exploded");
+  EXPECT_EQ(e.message(),
+            root_request("map_write", root, 0, 64) +
+                ": unresolved: provider 'test' map_write failed (ProviderFailure): threw an exception: map "
+                "exploded");
   // No mapping is left behind: the claim and root release.
   behaviour().map_throws = false;
   ASSERT_EQ(rootspan_map_write(c, ROOTSPAN_DTYPE_NONE, 0, 64, &m, e.out()), ROOTSPAN_OK) << e.message();
@@ -187,7 +189,8 @@ TEST_F(Providers, AnAllocateErrorPassesTheProvidersMessage) {
   behaviour().allocate_message = "arena exhausted";
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_OUT_OF_MEMORY);
   EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed (OutOfMemory): arena exhausted");
+            "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed (OutOfMemory): arena "
+            "exhausted");
   behaviour().allocate_status = ROOTSPAN_ERR_UNSUPPORTED;
   behaviour().allocate_message = "no such memory kind";
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_UNSUPPORTED);
@@ -306,7 +309,8 @@ TEST_F(Providers, AContextWithoutStaticProvidersHasNone) {
   rootspan_allocate_options o = allocate_options("host", 64);
   rootspan_root *root = nullptr;
   ASSERT_EQ(rootspan_root_allocate(bare, &o, &root, e.out()), ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: no loaded provider is named 'host' (loaded: none)");
+  EXPECT_EQ(e.message(),
+            "import_unique_root for range [0,64): unresolved: no loaded provider is named 'host' (loaded: none)");
   // An embedded provider may then take the name "host".
   behaviour().table.name = "host";
   ASSERT_EQ(rootspan_context_add_provider(bare, test_provider_entry, nullptr, e.out()), ROOTSPAN_OK) << e.message();
@@ -318,7 +322,8 @@ TEST_F(Providers, AContextWithoutStaticProvidersHasNone) {
 
 TEST_F(Providers, BadArgumentsAreInvalidArgument) {
   Err e;
-  EXPECT_EQ(rootspan_context_add_provider(nullptr, test_provider_entry, nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_context_add_provider(nullptr, test_provider_entry, nullptr, e.out()),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(e.message(), "load_plugin: context or entry is NULL");
   EXPECT_EQ(rootspan_context_add_provider(context_, nullptr, nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_context_create(nullptr, nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);

@@ -63,9 +63,9 @@ TEST(DeriveSpan, DerivedAlignmentExamples) {
     std::uint64_t root_alignment, offset, expected;
   };
   const Case cases[] = {
-      {64, 0, 64},     {64, 48, 16},  {64, 64, 64},     {64, 96, 32},   {64, 1, 1},     {64, 2, 2},
-      {64, 128, 64},   {64, 4000, 32}, {4096, 2048, 2048}, {4096, 0, 4096}, {1, 0, 1},     {1, 64, 1},
-      {8, 12, 4},      {256, 768, 256}, {kHalf, 0, kHalf}, {kHalf, 1024, 1024},
+      {64, 0, 64},   {64, 48, 16},    {64, 64, 64},       {64, 96, 32},        {64, 1, 1}, {64, 2, 2},
+      {64, 128, 64}, {64, 4000, 32},  {4096, 2048, 2048}, {4096, 0, 4096},     {1, 0, 1},  {1, 64, 1},
+      {8, 12, 4},    {256, 768, 256}, {kHalf, 0, kHalf},  {kHalf, 1024, 1024},
   };
   for (const Case &c : cases) {
     auto s = rootspan::derive_span(7, root_extent(0, 8192, c.root_alignment), c.offset, 0);
@@ -170,7 +170,8 @@ TEST_F(Spans, RangesLeavingTheRootAreOutsideRootExtent) {
   s.struct_size = sizeof s;
   Err e;
   ASSERT_EQ(rootspan_span_derive(root, 60, 8, &s, e.out()), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
-  EXPECT_EQ(e.message(), root_request("span", root, 60, 68) + ": unresolved: range ends at 68, past the root's length 64");
+  EXPECT_EQ(e.message(),
+            root_request("span", root, 60, 68) + ": unresolved: range ends at 68, past the root's length 64");
   std::uint64_t expected = 0, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 64u);

@@ -124,8 +124,7 @@ rootspan_status t_allocate(rootspan_provider_instance *instance, const rootspan_
   allocation->byte_offset = offset;
   allocation->byte_length = length;
   allocation->alignment = alignment;
-  allocation->host_base =
-      self->config.host_access && block->buffer != nullptr ? block->buffer + b.host_shift : nullptr;
+  allocation->host_base = self->config.host_access && block->buffer != nullptr ? block->buffer + b.host_shift : nullptr;
   allocation->device = request->device;
   allocation->provider_handle = block;
   {

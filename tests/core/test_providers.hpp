@@ -35,11 +35,11 @@ struct TableConfig {
   std::string kind = "test";
   std::uint32_t abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR;
   std::uint32_t abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR;
-  bool host_access = true;   // allocations report host_base
-  bool map_hooks = true;     // map_read, map_write, unmap
-  bool device_hooks = false; // prepare_device_access, release_device_access
-  bool copy_hooks = false;   // copy_from_host, copy_to_host
-  bool null_init = false;    // a required entry left NULL
+  bool host_access = true;    // allocations report host_base
+  bool map_hooks = true;      // map_read, map_write, unmap
+  bool device_hooks = false;  // prepare_device_access, release_device_access
+  bool copy_hooks = false;    // copy_from_host, copy_to_host
+  bool null_init = false;     // a required entry left NULL
 };
 
 // How the hooks behave; read on every call.
@@ -73,10 +73,10 @@ struct Behaviour {
   bool map_throws = false;
   rootspan_status map_status = ROOTSPAN_OK;
   std::string map_message;
-  std::int64_t map_length_delta = 0;   // reported length = requested + delta
-  std::uint64_t map_pointer_shift = 0; // reported pointer = correct pointer + shift
-  bool map_null = false;               // reported pointer = NULL
-  std::function<void()> map_callback;  // runs inside the map hook (e.g. to block in it)
+  std::int64_t map_length_delta = 0;    // reported length = requested + delta
+  std::uint64_t map_pointer_shift = 0;  // reported pointer = correct pointer + shift
+  bool map_null = false;                // reported pointer = NULL
+  std::function<void()> map_callback;   // runs inside the map hook (e.g. to block in it)
 
   // prepare_device_access
   void *stream = reinterpret_cast<void *>(std::uintptr_t{0x5eed0});
@@ -88,10 +88,10 @@ struct Behaviour {
 struct Counters {
   std::atomic<int> init{0};
   std::atomic<int> shutdown{0};
-  std::atomic<int> allocate{0};       // calls
-  std::atomic<int> allocated{0};      // successful allocations (blocks handed out)
-  std::atomic<int> release{0};        // release hook calls
-  std::atomic<int> double_release{0}; // release of a block not live
+  std::atomic<int> allocate{0};        // calls
+  std::atomic<int> allocated{0};       // successful allocations (blocks handed out)
+  std::atomic<int> release{0};         // release hook calls
+  std::atomic<int> double_release{0};  // release of a block not live
   std::atomic<int> map{0};
   std::atomic<int> unmap{0};
   std::atomic<int> prepare{0};

@@ -27,8 +27,8 @@ namespace {
 
 using test::HasPolicy;
 using test::Mentions;
-using test::TempDir;
 using test::sha256_hex;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kOrigin = LOADER_TEST_ORIGIN_PLUGIN;

@@ -58,8 +58,7 @@ TEST(ManifestL1, NotJsonFailsTheFile) {
 
 TEST(ManifestL1, ADuplicateKeyFailsTheFile) {
   // Two readers of this file could pick different libraries: refused.
-  Diagnostic d = parse_error(
-      R"({"file_format_version": "1.0.0", "providers": [{"name": "a", "name": "b"}]})");
+  Diagnostic d = parse_error(R"({"file_format_version": "1.0.0", "providers": [{"name": "a", "name": "b"}]})");
   EXPECT_TRUE(HasPolicy(d, "L1", ROOTSPAN_ERR_INVALID_MANIFEST));
   EXPECT_TRUE(Mentions(d, kOrigin.string()));
   EXPECT_TRUE(Mentions(d, "duplicate key \"name\"")) << d.message();

@@ -21,8 +21,8 @@ namespace {
 
 using test::HasPolicy;
 using test::Mentions;
-using test::TempDir;
 using test::sha256_hex;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;

@@ -34,7 +34,7 @@ using rootspan::weights::testing::TensorSpec;
 struct WrittenFile {
   fs::path path;
   std::vector<std::byte> bytes;
-  std::uint64_t data_offset = 0;  // 8 + header length
+  std::uint64_t data_offset = 0;                                           // 8 + header length
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> tensors;  // name -> (file offset, length)
 
   std::vector<std::byte> tensor(const std::string &name) const {
@@ -115,8 +115,8 @@ inline std::string dense_component(const std::string &id, const std::string &rol
   for (const auto &source : sources) s += (s.empty() ? "\"" : ",\"") + source + "\"";
   return "{\"id\":\"" + id + "\",\"role\":\"" + role + "\",\"sources\":[" + s +
          "],\"dimensions\":" + rootspan::weights::testing::shape_json(dims) +
-         ",\"encoding\":{\"dense\":{\"element_type\":\"" + dtype + "\"}},\"required\":" + (required ? "true" : "false") +
-         "}";
+         ",\"encoding\":{\"dense\":{\"element_type\":\"" + dtype +
+         "\"}},\"required\":" + (required ? "true" : "false") + "}";
 }
 
 inline std::string schema_json(const std::vector<std::string> &components) {

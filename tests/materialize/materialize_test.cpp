@@ -63,8 +63,7 @@ class MaterializeTest : public ::testing::Test {
 
   // Opens, resolves (the default schema when `schema` is empty) and loads.
   // The result stays with the fixture, which releases its roots at the end.
-  Result<LoadResult> &load(const fs::path &path, const std::optional<std::string> &schema,
-                           const LoadOptions &options) {
+  Result<LoadResult> &load(const fs::path &path, const std::optional<std::string> &schema, const LoadOptions &options) {
     results_.push_back(open_and_load(path, schema, options));
     return results_.back();
   }
@@ -161,7 +160,8 @@ TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {
   const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"up", "F32", {30, 50}}}, 2);
   write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
   // Sources in the opposite order of the files: the schema's order wins.
-  const std::string schema = schema_json({dense_component("gate_up", "packed_values", {"up", "gate"}, {2, 30, 50}, "F32")});
+  const std::string schema =
+      schema_json({dense_component("gate_up", "packed_values", {"up", "gate"}, {2, 30, 50}, "F32")});
   auto &loaded = load(dir_.path(), schema, upload_options(4096));
   ASSERT_TRUE(loaded) << loaded.error().message();
   ASSERT_EQ(loaded.value().components.size(), 1u);
@@ -248,8 +248,8 @@ TEST_F(MaterializeTest, UploadToADeviceTheProviderLacksFailsAndLeavesNoRoot) {
 TEST_F(MaterializeTest, HostLoadMixesZeroCopyAndCopiedComponents) {
   // a lies at a 64-aligned file offset, b and c right after it, all F32 and
   // so 4-aligned: a is zero-copy; the packed b+c is copied into one root.
-  const WrittenFile file = write_safetensors(
-      dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {16}}, {"c", "F32", {16}}}, 9);
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {16}}, {"c", "F32", {16}}}, 9);
   const std::string schema = schema_json({dense_component("a", "values", {"a"}, {16}, "F32"),
                                           dense_component("bc", "packed_values", {"b", "c"}, {32}, "F32")});
   auto &loaded = load(file.path, schema, LoadOptions{});
@@ -283,8 +283,8 @@ TEST_F(MaterializeTest, ReadStrategyNeverMakesAZeroCopyRoot) {
 }
 
 TEST_F(MaterializeTest, ProgressCoversEveryComponentAndEndsAtTheTotal) {
-  const WrittenFile file = write_safetensors(dir_, "model.safetensors",
-                                             {{"a", "F32", {16}}, {"b", "U8", {9000}}, {"c", "F32", {3}}}, 11);
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {9000}}, {"c", "F32", {3}}}, 11);
   std::vector<LoadProgress> seen;
   std::vector<std::string> names;
   LoadOptions options = upload_options(4096);
@@ -313,8 +313,8 @@ TEST_F(MaterializeTest, ProgressCoversEveryComponentAndEndsAtTheTotal) {
 }
 
 TEST_F(MaterializeTest, CancellingAHostLoadReleasesTheZeroCopyRootsAlreadyMade) {
-  const WrittenFile file = write_safetensors(dir_, "model.safetensors",
-                                             {{"a", "F32", {16}}, {"b", "F32", {16}}, {"c", "F32", {16}}}, 12);
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {16}}, {"c", "F32", {16}}}, 12);
   LoadOptions options;
   options.progress = [](const LoadProgress &p) { return p.component_index < 2; };  // cancel at the last one
   auto &loaded = load(file.path, std::nullopt, options);
@@ -329,8 +329,7 @@ TEST_F(MaterializeTest, CancellingAHostLoadReleasesTheZeroCopyRootsAlreadyMade) 
 class TruncatedAfterOpen : public MaterializeTest, public ::testing::WithParamInterface<Strategy> {};
 
 TEST_P(TruncatedAfterOpen, FailsAndReleasesEveryRootMade) {
-  const WrittenFile file =
-      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {1024}}}, 13);
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {1024}}}, 13);
   auto checkpoint = Checkpoint::open(file.path);
   ASSERT_TRUE(checkpoint) << checkpoint.error().message();
   auto resolved = resolve(checkpoint.value(), std::nullopt);
@@ -357,8 +356,7 @@ TEST_P(TruncatedAfterOpen, FailsAndReleasesEveryRootMade) {
 }
 
 TEST_P(TruncatedAfterOpen, FailsUploadingToo) {
-  const WrittenFile file =
-      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {4096}}}, 14);
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {4096}}}, 14);
   auto checkpoint = Checkpoint::open(file.path);
   ASSERT_TRUE(checkpoint);
   auto resolved = resolve(checkpoint.value(), std::nullopt);

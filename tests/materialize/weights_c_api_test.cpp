@@ -723,9 +723,9 @@ TEST_F(WeightsCApiTest, AnOlderCallersSmallerComponentInfoGetsOnlyTheOldFields) 
   // An old caller that set sizeof its struct (the end of zero_copy rounded
   // up to the struct's alignment) is the same version: the old fields only.
   std::memset(&old_caller, 0xAB, sizeof old_caller);
-  const std::size_t padded = (offsetof(rootspan_component_info, zero_copy) + sizeof(int32_t) +
-                              alignof(rootspan_component_info) - 1) /
-                             alignof(rootspan_component_info) * alignof(rootspan_component_info);
+  const std::size_t padded =
+      (offsetof(rootspan_component_info, zero_copy) + sizeof(int32_t) + alignof(rootspan_component_info) - 1) /
+      alignof(rootspan_component_info) * alignof(rootspan_component_info);
   old_caller.info.struct_size = padded;
   ASSERT_EQ(rootspan_weights_component(weights_, 0, reinterpret_cast<rootspan_component_info *>(&old_caller.info)),
             ROOTSPAN_OK);
@@ -761,8 +761,7 @@ TEST_F(WeightsCApiTest, NullArgumentsAndShortStructsAreRefused) {
   EXPECT_EQ(weights_, nullptr);
   // NULL options: default schema, auto provider.
   raw = nullptr;
-  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK)
-      << describe(raw);
+  ASSERT_EQ(rootspan_weights_load(context_, file.path.c_str(), nullptr, &weights_, &raw), ROOTSPAN_OK) << describe(raw);
   EXPECT_EQ(count(), 1u);
 }
 

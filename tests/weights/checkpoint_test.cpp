@@ -273,8 +273,9 @@ TEST(ShardedCheckpoint, ASymbolicLinkMustNotLeadOutOfTheFolder) {
   fs::create_symlink(secret, folder / "link.safetensors");
   std::string index = index_json({{"embed", "link.safetensors"}, {"layer.0", "link.safetensors"}});
   dir.write_text("ckpt/model.safetensors.index.json", index);
-  EXPECT_TRUE(FailsWith(Checkpoint::open(folder), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"file name \"link.safetensors\" leads out of the checkpoint's trusted folders", "secret.safetensors"}));
+  EXPECT_TRUE(FailsWith(
+      Checkpoint::open(folder), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+      {"file name \"link.safetensors\" leads out of the checkpoint's trusted folders", "secret.safetensors"}));
 
   // Through a linked folder, and through a relative link to a sibling.
   fs::create_directory_symlink(outside.path(), folder / "sub");

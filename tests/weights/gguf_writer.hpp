@@ -3,9 +3,9 @@
 // every field can be overridden so that each refusal can be provoked alone.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
