@@ -14,10 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-EXE = None
-WORK = None
-failures = []
-checks = 0
+import cli_test as c
 
 # ggml type id -> (name, values per block, bytes per block), for the types
 # used here.
@@ -25,21 +22,9 @@ TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 8: ("Q8_0", 32, 34), 12: ("Q4_K", 2
 U32, I32, F32, BOOL, STRING, ARRAY, U64 = 4, 5, 6, 7, 8, 9, 10
 
 
-def check(condition, what):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-    return condition
-
-
-def run(*args):
-    env = dict(os.environ)
-    env.pop("ROOTSPAN_MANIFEST", None)
-    env["XDG_CONFIG_HOME"] = os.path.join(WORK, "no-xdg-home")
-    env["XDG_CONFIG_DIRS"] = os.path.join(WORK, "no-xdg-dirs")
-    return subprocess.run([EXE, *args], capture_output=True, text=True, env=env, timeout=120)
+# check() and run() are cli_test.py's: the same program, the same clean
+# environment, one tally of checks.
+check, run = c.check, c.run
 
 
 def text(s):
@@ -79,7 +64,7 @@ def gguf(kvs, tensors, version=3, alignment=32, offsets=None):
 
 
 def write(name, content):
-    path = os.path.join(WORK, name)
+    path = os.path.join(c.WORK, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(content)
@@ -226,15 +211,14 @@ def gguf_raw_dims(ne):
 
 
 def main():
-    global EXE, WORK
-    EXE = sys.argv[1]
+    c.EXE = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="rootspan-gguf-cli-") as tmp:
-        WORK = tmp
+        c.WORK = tmp
         test_inspect_and_load()
         test_split()
         test_hostile()
-    print("%d checks, %d failed" % (checks, len(failures)))
-    return 1 if failures else 0
+    print("%d checks, %d failed" % (c.checks, len(c.failures)))
+    return 1 if c.failures else 0
 
 
 if __name__ == "__main__":
