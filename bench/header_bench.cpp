@@ -22,7 +22,7 @@ void open_header(benchmark::State &state, std::shared_ptr<LazySafetensors> lazy,
   for (auto _ : state) {
     auto checkpoint = weights::Checkpoint::open(file);
     if (!checkpoint) {
-      state.SkipWithError(("open failed: " + checkpoint.error().message()).c_str());
+      state.SkipWithError(("open failed: " + checkpoint.error()->message()).c_str());
       break;
     }
     benchmark::DoNotOptimize(checkpoint.value());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -75,8 +76,42 @@ Diagnostic make_error(rootspan_status code, std::string operation, std::string c
 // argument, its type and the value (types.h promises InvalidArgument).
 Diagnostic unknown_enum(const char *argument, const char *type, std::int64_t value);
 
+// The error side of a Result: a Diagnostic kept on the heap. Boost 1.74's
+// result<T, E> stores a T and an E side by side and constructs both, so an E
+// as large as Diagnostic (three strings and two optionals) made every
+// successful call pay for an error it never had; this one costs a null
+// pointer. Read it like a pointer (failure->code, *failure); it converts to
+// `const Diagnostic &` wherever a Diagnostic is expected.
+class Failure {
+ public:
+  Failure() = default;  // only the unused error slot of a successful Result
+  Failure(Diagnostic diagnostic) : diagnostic_(std::make_unique<Diagnostic>(std::move(diagnostic))) {}  // NOLINT
+  Failure(const Failure &other)
+      : diagnostic_(other.diagnostic_ ? std::make_unique<Diagnostic>(*other.diagnostic_) : nullptr) {}
+  Failure(Failure &&) noexcept = default;
+  Failure &operator=(const Failure &other) { return *this = Failure(other); }
+  Failure &operator=(Failure &&) noexcept = default;
+  ~Failure() = default;
+
+  const Diagnostic &operator*() const { return diagnostic_ ? *diagnostic_ : empty(); }
+  Diagnostic &operator*() {
+    if (!diagnostic_) diagnostic_ = std::make_unique<Diagnostic>();
+    return *diagnostic_;
+  }
+  const Diagnostic *operator->() const { return &**this; }
+  Diagnostic *operator->() { return &**this; }
+  operator const Diagnostic &() const { return **this; }  // NOLINT: used where a Diagnostic is expected
+
+ private:
+  static const Diagnostic &empty() {
+    static const Diagnostic none{};
+    return none;
+  }
+  std::unique_ptr<Diagnostic> diagnostic_;
+};
+
 template <class T>
-using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Diagnostic, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;
+using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Failure, BOOST_OUTCOME_V2_NAMESPACE::policy::terminate>;
 
 // Assigns a Result's value to an existing `target`, or returns its error from
 // the enclosing function. (BOOST_OUTCOME_TRY spells this differently in Boost

@@ -246,7 +246,7 @@ class EntryReader {
     e.library = it->get<std::string>();
     auto location = resolve_library(e.library, real_);
     if (!location) {
-      fail("L2", location.error().cause);
+      fail("L2", location.error()->cause);
       return false;
     }
     e.library_path = location.value().path;
@@ -380,7 +380,7 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
   // repeated key, a NUL byte, a byte-order mark are refused).
   auto strict = weights::parse_strict_json(text, ROOTSPAN_ERR_INVALID_MANIFEST, kOperation, "manifest");
   if (!strict) {
-    std::string why = strict.error().cause;
+    std::string why = strict.error()->cause;
     const std::string subject = "\"manifest\": ";
     if (why.compare(0, subject.size(), subject) == 0) why.erase(0, subject.size());
     return file_error(ROOTSPAN_ERR_INVALID_MANIFEST, origin, "not JSON: " + why);

@@ -1,5 +1,6 @@
 // Mappings (docs/concepts.md): host views of a claimed range, validated every time
 // on what the provider returned (L9).
+#include <bit>
 #include <string>
 
 #include "access.hpp"
@@ -10,6 +11,10 @@ namespace rootspan {
 namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
+
+// x % d without a 64-bit division when d is a power of two, as every element
+// size and alignment is: the divisions were the largest cost of a mapping.
+std::uint64_t remainder(std::uint64_t x, std::uint64_t d) { return d != 0 && (d & (d - 1)) == 0 ? x & (d - 1) : x % d; }
 
 // The element type rule: typed roots take the same type or its complex/real
 // partner; untyped roots take any whole-byte type whose size divides the span.
@@ -24,10 +29,10 @@ Result<std::uint64_t> element_size_for(const Root &root, rootspan_dtype dtype, s
     return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
                       std::string(dtype_name(dtype)) + " has no whole-byte size and cannot be mapped");
   }
-  if (length % size != 0) {
+  if (remainder(length, size) != 0) {
     return make_error(ROOTSPAN_ERR_DTYPE_MISMATCH, "",
                       "span length " + str(length) + " is not a whole number of " + dtype_name(dtype) + " elements", 0,
-                      length % size);
+                      remainder(length, size));
   }
   return size;
 }
@@ -70,11 +75,11 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   // elements must start at the range.
   const std::uint64_t grain =
       std::max(size.value(), root.dtype == ROOTSPAN_DTYPE_NONE ? std::uint64_t{1} : dtype_size(root.dtype));
-  if (relative % grain != 0 || length % grain != 0) {
+  if (remainder(relative, grain) != 0 || remainder(length, grain) != 0) {
     return fail(make_error(ROOTSPAN_ERR_MISALIGNED_OFFSET, "",
                            "range [" + str(relative) + "," + str(relative + length) + ") is not element-aligned for " +
                                str(grain) + "-byte elements",
-                           0, relative % grain));
+                           0, remainder(relative, grain)));
   }
   const rootspan_provider_table &table = root.provider->table();
   auto hook = write ? table.map_write : table.map_read;
@@ -111,12 +116,12 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   }
   const std::uint64_t alignment = dtype_alignment(dtype);
   const auto address = reinterpret_cast<std::uintptr_t>(mapped.data);
-  if ((mapped.data == nullptr && length != 0) || address % alignment != 0) {
+  if ((mapped.data == nullptr && length != 0) || remainder(address, alignment) != 0) {
     return undo(make_error(ROOTSPAN_ERR_MISALIGNED, "",
-                           "provider '" + root.provider->name() + "' returned a pointer " + str(address % alignment) +
-                               " bytes past " + str(alignment) + "-byte alignment" +
-                               (mapped.data == nullptr ? " (NULL)" : ""),
-                           0, address % alignment));
+                           "provider '" + root.provider->name() + "' returned a pointer " +
+                               str(remainder(address, alignment)) + " bytes past " + str(alignment) +
+                               "-byte alignment" + (mapped.data == nullptr ? " (NULL)" : ""),
+                           0, remainder(address, alignment)));
   }
   Mapping *mapping = root.claims.new_mapping(&claim);
   mapping->provider = mapped;

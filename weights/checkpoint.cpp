@@ -206,6 +206,9 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
 }
 
 Result<void> Checkpoint::index_tensors() {
+  std::size_t count = 0;
+  for (const Shard &shard : shards_) count += shard.safetensors.header.tensors().size();
+  by_name_.reserve(count);
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     const auto &tensors = shards_[s].safetensors.header.tensors();
     for (std::size_t t = 0; t < tensors.size(); ++t) {
@@ -230,6 +233,7 @@ std::vector<std::string> Checkpoint::tensor_names() const {
   std::vector<std::string> names;
   names.reserve(by_name_.size());
   for (const auto &[name, _] : by_name_) names.push_back(name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 

@@ -22,6 +22,7 @@
 #include "weights/input_file.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/shard_index.hpp"
+#include "weights/string_map.hpp"
 
 namespace rootspan::weights {
 
@@ -119,7 +120,7 @@ class Checkpoint {
   std::vector<std::filesystem::path> trusted_;
   std::optional<ShardIndex> index_;
   std::vector<Shard> shards_;
-  std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> by_name_;  // shard, tensor
+  StringMap<std::pair<std::size_t, std::size_t>> by_name_;  // shard, tensor
   std::vector<std::string> notes_;
 };
 

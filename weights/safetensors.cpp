@@ -8,6 +8,7 @@
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
 #include "weights/limits.hpp"
+#include "weights/safetensors_fast_reader.hpp"
 #include "weights/strict_json.hpp"
 
 namespace rootspan::weights {
@@ -53,13 +54,16 @@ std::string value_text(const json &value) {
   return std::string("an ") + value.type_name();
 }
 
-Result<std::vector<std::uint64_t>> unsigned_array(const json &value, const std::string &what, const Failure &fail) {
-  if (!value.is_array()) return fail(what + " is " + value_text(value) + ", not an array");
+// `what` names the array in a cause; it is called only on a failure, so that
+// a valid header of many tensors builds no message text.
+template <class What>
+Result<std::vector<std::uint64_t>> unsigned_array(const json &value, const What &what, const Failure &fail) {
+  if (!value.is_array()) return fail(what() + " is " + value_text(value) + ", not an array");
   std::vector<std::uint64_t> out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
     if (!value[i].is_number_unsigned()) {
-      return fail(what + "[" + std::to_string(i) + "] is " + value_text(value[i]) + ", not a non-negative integer");
+      return fail(what() + "[" + std::to_string(i) + "] is " + value_text(value[i]) + ", not a non-negative integer");
     }
     out.push_back(value[i].get<std::uint64_t>());
   }
@@ -67,42 +71,45 @@ Result<std::vector<std::uint64_t>> unsigned_array(const json &value, const std::
 }
 
 Result<TensorInfo> parse_entry(const std::string &name, const json &entry, const Failure &fail) {
-  const std::string at = tensor(name);
-  if (!entry.is_object()) return fail(at + "entry is " + value_text(entry) + ", not an object");
+  // The cause prefix, built only on a failure.
+  const auto at = [&] { return tensor(name); };
+  if (!entry.is_object()) return fail(at() + "entry is " + value_text(entry) + ", not an object");
   for (const auto &[key, _] : entry.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
-      return fail(at + "unknown field " + quoted_text(key) + " (expected dtype, shape, data_offsets)");
+      return fail(at() + "unknown field " + quoted_text(key) + " (expected dtype, shape, data_offsets)");
     }
   }
   for (const char *field : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(field)) return fail(at + "missing field \"" + field + "\"");
+    if (!entry.contains(field)) return fail(at() + "missing field \"" + field + "\"");
   }
 
   TensorInfo info;
   info.name = name;
   const json &dtype = entry["dtype"];
-  if (!dtype.is_string()) return fail(at + "dtype is " + value_text(dtype) + ", not a string");
+  if (!dtype.is_string()) return fail(at() + "dtype is " + value_text(dtype) + ", not a string");
   const auto found = safetensors_dtype(std::string_view(dtype.get_ref<const std::string &>()));
   if (!found) {
-    return fail(at + "unknown dtype " + quoted_text(dtype.get_ref<const std::string &>()) +
+    return fail(at() + "unknown dtype " + quoted_text(dtype.get_ref<const std::string &>()) +
                 " (known: " + dtype_names() + ")");
   }
   info.dtype = *found;
 
-  auto shape = unsigned_array(entry["shape"], at + "shape", fail);
+  auto shape = unsigned_array(
+      entry["shape"], [&] { return at() + "shape"; }, fail);
   if (!shape) return shape.error();
   info.shape = std::move(shape).value();
 
-  auto offsets = unsigned_array(entry["data_offsets"], at + "data_offsets", fail);
+  auto offsets = unsigned_array(
+      entry["data_offsets"], [&] { return at() + "data_offsets"; }, fail);
   if (!offsets) return offsets.error();
   if (offsets.value().size() != 2) {
-    return fail(at + "data_offsets has " + std::to_string(offsets.value().size()) + " entries, expected 2", 2,
+    return fail(at() + "data_offsets has " + std::to_string(offsets.value().size()) + " entries, expected 2", 2,
                 offsets.value().size());
   }
   info.begin = offsets.value()[0];
   info.end = offsets.value()[1];
   if (info.end < info.begin) {
-    return fail(at + "data_offsets " + range_text(info.begin, info.end) + " end before they begin", info.begin,
+    return fail(at() + "data_offsets " + range_text(info.begin, info.end) + " end before they begin", info.begin,
                 info.end);
   }
   return info;
@@ -110,18 +117,18 @@ Result<TensorInfo> parse_entry(const std::string &name, const json &entry, const
 
 // end - begin must be exactly the bytes the shape and dtype need.
 Result<void> check_size(const TensorInfo &info, const Failure &fail) {
-  const std::string at = tensor(info.name);
-  const std::string what = "shape " + shape_text(info.shape) + " of " + std::string(info.dtype.name);
+  const auto at = [&] { return tensor(info.name); };
+  const auto what = [&] { return "shape " + shape_text(info.shape) + " of " + std::string(info.dtype.name); };
   const auto elements = checked_product(info.shape);
-  if (!elements) return fail(at + what + " has more elements than 64 bits can count");
+  if (!elements) return fail(at() + what() + " has more elements than 64 bits can count");
   const auto bits = checked_bits(*elements, info.dtype.bits);
-  if (!bits) return fail(at + what + " has more bits than 64 bits can count");
+  if (!bits) return fail(at() + what() + " has more bits than 64 bits can count");
   if (!bits->whole_bytes()) {
-    return fail(at + what + " is " + std::to_string(bits->bits) + " bits, not a whole number of bytes");
+    return fail(at() + what() + " is " + std::to_string(bits->bits) + " bits, not a whole number of bytes");
   }
   if (bits->bytes() != info.byte_length()) {
-    return fail(at + "data_offsets " + range_text(info.begin, info.end) + " hold " +
-                    std::to_string(info.byte_length()) + " bytes, but " + what + " needs " +
+    return fail(at() + "data_offsets " + range_text(info.begin, info.end) + " hold " +
+                    std::to_string(info.byte_length()) + " bytes, but " + what() + " needs " +
                     std::to_string(bits->bytes()),
                 bits->bytes(), info.byte_length());
   }
@@ -186,6 +193,7 @@ Result<void> check_prefix_size(std::uint64_t file_size, const Failure &fail) {
 SafetensorsHeader::SafetensorsHeader(std::map<std::string, std::string> metadata, std::vector<TensorInfo> tensors,
                                      std::uint64_t data_size)
     : metadata_(std::move(metadata)), tensors_(std::move(tensors)), data_size_(data_size) {
+  by_name_.reserve(tensors_.size());
   for (std::size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }
 
@@ -194,8 +202,7 @@ const TensorInfo *SafetensorsHeader::find(std::string_view name) const {
   return found == by_name_.end() ? nullptr : &tensors_[found->second];
 }
 
-Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
-                                                   std::string_view file_name) {
+Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view header_json, std::string_view file_name) {
   const Failure fail{file_name};
   // Bounded while parsing: a shape is at most kMaxTensorRank numbers, the
   // header at most kMaxTensorsPerFile entries.
@@ -208,9 +215,8 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
   const json &root = parsed.value();
   if (!root.is_object()) return fail("header is " + value_text(root) + ", not a JSON object");
 
-  std::map<std::string, std::string> metadata;
-  std::vector<TensorInfo> tensors;
-  tensors.reserve(root.size());
+  SafetensorsFields fields;
+  fields.tensors.reserve(root.size());
   for (const auto &[key, value] : root.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) return fail("__metadata__ is " + value_text(value) + ", not an object");
@@ -219,14 +225,30 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
           return fail("__metadata__ entry " + quoted_text(meta_key) + " is " + value_text(meta_value) +
                       ", not a string");
         }
-        metadata.emplace(meta_key, meta_value.get<std::string>());
+        fields.metadata.emplace(meta_key, meta_value.get<std::string>());
       }
       continue;
     }
     auto info = parse_entry(key, value, fail);
     if (!info) return info.error();
-    tensors.push_back(std::move(info).value());
+    fields.tensors.push_back(std::move(info).value());
   }
+  return fields;
+}
+
+Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
+                                                   std::string_view file_name) {
+  const Failure fail{file_name};
+  if (auto checked = check_json_text(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name); !checked) {
+    return checked.error();
+  }
+  std::optional<SafetensorsFields> fast = read_safetensors_fields_fast(header_json);
+  if (!fast) {
+    auto strict = read_safetensors_fields_strictly(header_json, file_name);
+    if (!strict) return strict.error();
+    fast = std::move(strict).value();
+  }
+  std::vector<TensorInfo> &tensors = fast->tensors;
 
   // Sorted by begin (then end, then name, so the order is total), the
   // tensors must tile the data section: no hole, no overlap, nothing after.
@@ -236,17 +258,18 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
   std::uint64_t cursor = 0;
   const TensorInfo *previous = nullptr;
   for (const TensorInfo &info : tensors) {
-    const std::string after =
-        previous ? "the previous tensor " + quoted_text(previous->name) + " ends at " + std::to_string(cursor)
-                 : "the data section starts at 0";
+    const auto after = [&] {  // built only on a failure
+      return previous ? "the previous tensor " + quoted_text(previous->name) + " ends at " + std::to_string(cursor)
+                      : std::string("the data section starts at 0");
+    };
     if (info.begin > cursor) {
-      return fail(tensor(info.name) + "begins at " + std::to_string(info.begin) + " but " + after + ": a hole of " +
+      return fail(tensor(info.name) + "begins at " + std::to_string(info.begin) + " but " + after() + ": a hole of " +
                       std::to_string(info.begin - cursor) + " bytes",
                   cursor, info.begin);
     }
     if (info.begin < cursor) {
-      return fail(tensor(info.name) + "begins at " + std::to_string(info.begin) + " but " + after + ": an overlap of " +
-                      std::to_string(cursor - info.begin) + " bytes",
+      return fail(tensor(info.name) + "begins at " + std::to_string(info.begin) + " but " + after() +
+                      ": an overlap of " + std::to_string(cursor - info.begin) + " bytes",
                   cursor, info.begin);
     }
     if (info.end > data_size) {
@@ -264,7 +287,7 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
                     std::to_string(data_size) + " bytes: " + std::to_string(data_size - cursor) + " trailing bytes",
                 data_size, cursor);
   }
-  return SafetensorsHeader(std::move(metadata), std::move(tensors), data_size);
+  return SafetensorsHeader(std::move(fast->metadata), std::move(tensors), data_size);
 }
 
 Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes, std::string_view file_name) {

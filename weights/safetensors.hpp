@@ -17,6 +17,7 @@
 
 #include "core/diagnostic.hpp"
 #include "weights/dtype.hpp"
+#include "weights/string_map.hpp"
 
 namespace rootspan::weights {
 
@@ -54,7 +55,7 @@ class SafetensorsHeader {
   std::map<std::string, std::string> metadata_;
   std::vector<TensorInfo> tensors_;
   std::uint64_t data_size_ = 0;
-  std::map<std::string, std::size_t, std::less<>> by_name_;
+  StringMap<std::size_t> by_name_;  // tensor name -> index in tensors_
 };
 
 // One safetensors file: where its data section starts and what it holds.
@@ -67,6 +68,19 @@ struct SafetensorsFile {
   // Absolute file offset of the data section: 8 + N.
   std::uint64_t data_offset() const { return kSafetensorsPrefix + header_size; }
 };
+
+// What a header holds, before the tensors are checked against each other
+// and the data section.
+struct SafetensorsFields {
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+  std::vector<TensorInfo> tensors;              // in no particular order
+};
+
+// The fields of a header, read through the strict JSON parser: every rule of
+// one entry, with the cause worded. parse_safetensors_header reads valid
+// headers faster (safetensors_fast_reader.hpp) and falls back to this one to
+// say why a header is refused; tests compare the two.
+Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view header_json, std::string_view file_name);
 
 // Parses and validates the JSON header alone (the N bytes after the length
 // prefix) for a data section of `data_size` bytes. `file_name` is named in

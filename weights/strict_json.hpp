@@ -33,7 +33,13 @@ struct JsonLimits {
   std::string why;                            // said after a refusal, e.g. "a shape has at most 64 dimensions"
 };
 
-// Parses `text` as one JSON document; whitespace before and after it is
+// The checks on the text before it is parsed: no byte-order mark, valid
+// UTF-8 (the offset of the first bad byte), no NUL byte. Errors as
+// parse_strict_json's.
+Result<void> check_json_text(std::string_view text, rootspan_status code, const std::string &operation,
+                             std::string_view subject);
+
+// Parses `text` as one JSON document (check_json_text first); whitespace before and after it is
 // allowed. An array or object longer than `limits` allows is refused. On
 // failure returns `code`/`operation` with the cause "<subject>: <why>",
 // e.g. "model.safetensors: duplicate key "w" in the

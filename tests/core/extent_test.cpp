@@ -22,31 +22,31 @@ TEST(ValidateExtent, RangeOverflowIsReportedBeforeEverythingElse) {
   // All three fields are bad: the overflow wins.
   auto r = rootspan::validate_extent(extent(kMax, 1, 3));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ROOTSPAN_ERR_RANGE_OVERFLOW);
-  EXPECT_EQ(r.error().cause, "offset 18446744073709551615 + length 1 overflows 64 bits");
+  EXPECT_EQ(r.error()->code, ROOTSPAN_ERR_RANGE_OVERFLOW);
+  EXPECT_EQ(r.error()->cause, "offset 18446744073709551615 + length 1 overflows 64 bits");
   // Overflow with alignment 0 and a misaligned offset.
   r = rootspan::validate_extent(extent(kMax - 6, 64, 0));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ROOTSPAN_ERR_RANGE_OVERFLOW);
+  EXPECT_EQ(r.error()->code, ROOTSPAN_ERR_RANGE_OVERFLOW);
 }
 
 TEST(ValidateExtent, InvalidAlignmentIsReportedBeforeMisalignedOffset) {
   for (std::uint64_t alignment : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{6}, std::uint64_t{96}, kMax}) {
     auto r = rootspan::validate_extent(extent(5, 8, alignment));  // offset 5 is misaligned for everything
     ASSERT_FALSE(r) << alignment;
-    EXPECT_EQ(r.error().code, ROOTSPAN_ERR_INVALID_ALIGNMENT) << alignment;
-    EXPECT_EQ(r.error().cause, "alignment " + str(alignment) + " is not a non-zero power of two");
+    EXPECT_EQ(r.error()->code, ROOTSPAN_ERR_INVALID_ALIGNMENT) << alignment;
+    EXPECT_EQ(r.error()->cause, "alignment " + str(alignment) + " is not a non-zero power of two");
   }
 }
 
 TEST(ValidateExtent, MisalignedOffsetCarriesTheRemainder) {
   auto r = rootspan::validate_extent(extent(48, 16, 64));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ROOTSPAN_ERR_MISALIGNED_OFFSET);
-  EXPECT_EQ(r.error().cause, "offset 48 is not a multiple of alignment 64");
-  ASSERT_TRUE(r.error().values.has_value());
-  EXPECT_EQ(r.error().values->first, 0u);
-  EXPECT_EQ(r.error().values->second, 48u);
+  EXPECT_EQ(r.error()->code, ROOTSPAN_ERR_MISALIGNED_OFFSET);
+  EXPECT_EQ(r.error()->cause, "offset 48 is not a multiple of alignment 64");
+  ASSERT_TRUE(r.error()->values.has_value());
+  EXPECT_EQ(r.error()->values->first, 0u);
+  EXPECT_EQ(r.error()->values->second, 48u);
 }
 
 TEST(ValidateExtent, ZeroLengthIsAllowed) {
@@ -69,9 +69,9 @@ TEST(ValidateKey, BothHalvesMustBeNonZero) {
   for (rootspan::Key key : {rootspan::Key{0, 1}, rootspan::Key{1, 0}, rootspan::Key{0, 0}}) {
     auto r = rootspan::validate_key(key);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, ROOTSPAN_ERR_INVALID_KEY);
-    EXPECT_EQ(r.error().cause, "allocation key (" + str(key.domain) + "," + str(key.local) +
-                                   ") has a zero half; both domain and local id must be non-zero");
+    EXPECT_EQ(r.error()->code, ROOTSPAN_ERR_INVALID_KEY);
+    EXPECT_EQ(r.error()->cause, "allocation key (" + str(key.domain) + "," + str(key.local) +
+                                    ") has a zero half; both domain and local id must be non-zero");
   }
 }
 

@@ -182,8 +182,8 @@ TEST(RootIdCounter, NextRootIdRefusesAtTheEnd) {
   EXPECT_EQ(b.value(), kMax - 1);
   ASSERT_FALSE(c);
   ASSERT_FALSE(d);
-  EXPECT_EQ(c.error().code, ROOTSPAN_ERR_ROOT_ID_EXHAUSTED);
-  EXPECT_EQ(d.error().code, ROOTSPAN_ERR_ROOT_ID_EXHAUSTED);
+  EXPECT_EQ(c.error()->code, ROOTSPAN_ERR_ROOT_ID_EXHAUSTED);
+  EXPECT_EQ(d.error()->code, ROOTSPAN_ERR_ROOT_ID_EXHAUSTED);
 }
 
 }  // namespace

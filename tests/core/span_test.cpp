@@ -27,35 +27,35 @@ TEST(DeriveSpan, RootEndOverflowComesFirst) {
   // checks anyway), asked for a range that is bad in every other way too.
   auto s = rootspan::derive_span(1, root_extent(kMax - 1, 4, 1), kMax, 1);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().code, ROOTSPAN_ERR_RANGE_OVERFLOW);
-  EXPECT_EQ(s.error().cause, "root end overflows 64 bits");
+  EXPECT_EQ(s.error()->code, ROOTSPAN_ERR_RANGE_OVERFLOW);
+  EXPECT_EQ(s.error()->cause, "root end overflows 64 bits");
 }
 
 TEST(DeriveSpan, RelativeEndOverflowComesBeforeOffsetOverflow) {
   // offset + length overflows, and so does root offset + offset.
   auto s = rootspan::derive_span(1, root_extent(kHigh, 64, 64), kMax, 1);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().code, ROOTSPAN_ERR_RANGE_OVERFLOW);
-  EXPECT_EQ(s.error().cause, "relative offset 18446744073709551615 + length 1 overflows 64 bits");
+  EXPECT_EQ(s.error()->code, ROOTSPAN_ERR_RANGE_OVERFLOW);
+  EXPECT_EQ(s.error()->cause, "relative offset 18446744073709551615 + length 1 overflows 64 bits");
 }
 
 TEST(DeriveSpan, OffsetOverflowComesBeforeOutsideRootExtent) {
   // The range lies outside the 64-byte root, and root offset + offset overflows.
   auto s = rootspan::derive_span(1, root_extent(kHigh, 64, 64), kHalf, 0);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().code, ROOTSPAN_ERR_OFFSET_OVERFLOW);
-  EXPECT_EQ(s.error().cause,
+  EXPECT_EQ(s.error()->code, ROOTSPAN_ERR_OFFSET_OVERFLOW);
+  EXPECT_EQ(s.error()->cause,
             "root offset 18446744073709551488 + relative offset 9223372036854775808 overflows 64 bits");
 }
 
 TEST(DeriveSpan, OutsideRootExtentLast) {
   auto s = rootspan::derive_span(1, root_extent(0, 64, 64), 60, 8);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().code, ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
-  EXPECT_EQ(s.error().cause, "range ends at 68, past the root's length 64");
-  ASSERT_TRUE(s.error().values.has_value());
-  EXPECT_EQ(s.error().values->first, 64u);
-  EXPECT_EQ(s.error().values->second, 68u);
+  EXPECT_EQ(s.error()->code, ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
+  EXPECT_EQ(s.error()->cause, "range ends at 68, past the root's length 64");
+  ASSERT_TRUE(s.error()->values.has_value());
+  EXPECT_EQ(s.error()->values->first, 64u);
+  EXPECT_EQ(s.error()->values->second, 68u);
 }
 
 TEST(DeriveSpan, DerivedAlignmentExamples) {

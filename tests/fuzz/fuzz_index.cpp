@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     for (const auto &[tensor, file] : index.value().weight_map) {
       if (!rootspan::weights::check_portable_name(file, ROOTSPAN_ERR_INVALID_CHECKPOINT, "fuzz", "fuzz")) std::abort();
     }
-  } else if (index.error().code != ROOTSPAN_ERR_INVALID_CHECKPOINT &&
-             index.error().code != ROOTSPAN_ERR_OUT_OF_MEMORY) {
+  } else if (index.error()->code != ROOTSPAN_ERR_INVALID_CHECKPOINT &&
+             index.error()->code != ROOTSPAN_ERR_OUT_OF_MEMORY) {
     std::abort();
   }
   return 0;

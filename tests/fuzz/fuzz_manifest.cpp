@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     for (const auto &skipped : manifest.value().skipped) {
       if (skipped.error.policy.empty() || skipped.error.message().empty()) std::abort();
     }
-  } else if (manifest.error().policy != "L1") {
+  } else if (manifest.error()->policy != "L1") {
     std::abort();
   }
   return 0;

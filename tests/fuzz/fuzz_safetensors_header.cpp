@@ -1,7 +1,8 @@
 // libFuzzer target for the safetensors reader (docs/weight-schema.md): any bytes, read
 // as a whole file and as a header alone, must give a validated header or a
 // Diagnostic — never a crash, hang, exception or a header that breaks the
-// tiling rules. Seed corpus: tests/fuzz/corpus/safetensors_header/.
+// tiling rules, and never a header the fast reader accepts and the strict
+// one refuses. Seed corpus: tests/fuzz/corpus/safetensors_header/.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 
 #include "weights/checked_math.hpp"
 #include "weights/safetensors.hpp"
+#include "weights/safetensors_fast_reader.hpp"
+#include "weights/strict_json.hpp"
 
 namespace {
 
@@ -50,9 +53,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       check_promises(header.value());
       break;
     }
-    const auto &values = header.error().values;
+    const auto &values = header.error()->values;
     if (!values || values->first != data_size || values->second <= data_size) break;
     data_size = values->second;
+  }
+
+  // 3. The fast header reader agrees with the strict one: whatever it
+  //    accepts, the strict reader accepts with the same tensors.
+  if (rootspan::weights::check_json_text(text, ROOTSPAN_ERR_INVALID_CHECKPOINT, "fuzz", "fuzz")) {
+    if (auto fast = rootspan::weights::read_safetensors_fields_fast(text)) {
+      auto strict = rootspan::weights::read_safetensors_fields_strictly(text, "fuzz.safetensors");
+      if (!strict || strict.value().tensors.size() != fast->tensors.size() ||
+          strict.value().metadata != fast->metadata) {
+        std::abort();
+      }
+    }
   }
   return 0;
 }

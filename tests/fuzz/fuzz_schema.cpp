@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       if (!component.validate() || !component.physical_bytes()) std::abort();
       if (!ids.insert(component.id).second) std::abort();
     }
-  } else if (schema.error().code != ROOTSPAN_ERR_INVALID_SCHEMA && schema.error().code != ROOTSPAN_ERR_OUT_OF_MEMORY) {
+  } else if (schema.error()->code != ROOTSPAN_ERR_INVALID_SCHEMA &&
+             schema.error()->code != ROOTSPAN_ERR_OUT_OF_MEMORY) {
     std::abort();
   }
   return 0;

@@ -84,7 +84,7 @@ class Negotiation : public ::testing::Test {
     auto r = negotiate(entry, expected);
     EXPECT_FALSE(r.has_value());
     if (r) return {};
-    EXPECT_EQ(r.error().operation, "load_plugin");
+    EXPECT_EQ(r.error()->operation, "load_plugin");
     EXPECT_TRUE(Mentions(r.error(), expected.where));
     return r.error();
   }
@@ -94,7 +94,7 @@ class Negotiation : public ::testing::Test {
 
 TEST_F(Negotiation, GoodTableIsAccepted) {
   auto r = negotiate(entry_returning_table, expected);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(g_offered_major, static_cast<uint32_t>(ROOTSPAN_PROVIDER_ABI_MAJOR));
   EXPECT_EQ(g_offered_minor, static_cast<uint32_t>(ROOTSPAN_PROVIDER_ABI_MINOR));
   const NegotiatedTable &t = r.value();
@@ -166,7 +166,7 @@ TEST_F(Negotiation, NewerMinorAndLargerTableAreAccepted) {
   g_table.struct_size = sizeof(FutureTable);
   g_storage.future_field = &g_storage;
   auto r = negotiate(entry_returning_table, expected);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().abi_minor, 9u);
   EXPECT_EQ(r.value().provider_struct_size, sizeof(FutureTable));
   EXPECT_EQ(r.value().table.release, fake_release);
@@ -178,7 +178,7 @@ TEST_F(Negotiation, FieldsPastTheProvidersStructSizeReadAsNull) {
   g_table.map_read = fake_map;
   g_table.unmap = fake_unmap;
   auto r = negotiate(entry_returning_table, expected);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().table.release, fake_release);
   EXPECT_EQ(r.value().table.map_read, nullptr);
   EXPECT_EQ(r.value().table.unmap, nullptr);

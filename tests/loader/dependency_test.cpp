@@ -61,7 +61,7 @@ TEST(ElfDynamic, ReadsNeededAndRunpathFromTheDescriptor) {
   ASSERT_GE(fd, 0);
   auto r = read_elf_dynamic(fd, "plugin");
   ::close(fd);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_NE(std::find(r.value().needed.begin(), r.value().needed.end(), kDepName), r.value().needed.end());
   ASSERT_TRUE(r.value().runpath);
   EXPECT_NE(r.value().runpath->find("$ORIGIN/writable-deps"), std::string::npos) << *r.value().runpath;
@@ -100,7 +100,7 @@ TEST(ElfDynamic, TooManyProgramHeadersAreRefused) {
 TEST(PluginDependenciesL4, OriginDependencyBesideThePluginIsFoundCheckedAndLoaded) {
   Package package;
   auto checked = check_plugin_file(package.plugin);
-  ASSERT_TRUE(checked) << checked.error().message();
+  ASSERT_TRUE(checked) << checked.error()->message();
   ASSERT_EQ(checked.value().dependencies.size(), 1u);
   const CheckedLibrary &dep = checked.value().dependencies[0];
   EXPECT_EQ(dep.needed_as, kDepName);
@@ -108,7 +108,7 @@ TEST(PluginDependenciesL4, OriginDependencyBesideThePluginIsFoundCheckedAndLoade
   EXPECT_EQ(dep.real_path, package.dep);
 
   auto loaded = load_plugin_library(std::move(checked).value());
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   const rootspan_provider_table *table = loaded.value().entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR);
   ASSERT_NE(table, nullptr);
   EXPECT_STREQ(table->name, "origin-dep-beside");
@@ -181,11 +181,11 @@ ManifestEntry entry_for(const fs::path &plugin, std::map<std::string, std::strin
 TEST(PluginDependenciesL4, PinnedDependencyIsLoadedFromASealedCopy) {
   Package package;
   auto r = check_plugin_file(entry_for(package.plugin, {{kDepName, sha256_hex(test::read_file(package.dep))}}));
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   ASSERT_EQ(r.value().dependencies.size(), 1u);
   EXPECT_EQ(::fcntl(r.value().dependencies[0].fd.get(), F_GET_SEALS), kPinSeals);
   auto loaded = load_plugin_library(std::move(r).value());
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   EXPECT_STREQ(loaded.value().entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR)->name,
                "origin-dep-beside");
 }
@@ -222,7 +222,7 @@ TEST(PluginDependenciesL4, ManifestReadsDependencyPins) {
       {"name": "c", "kind": "test", "library": "/x/libc.so", "abi": {"major": 1, "minor": 1},
        "dependencies_sha256": {"libdep.so": "abc"}}]})",
                           "/x/m.json");
-  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_TRUE(m) << m.error()->message();
   ASSERT_EQ(m.value().entries.size(), 1u);
   EXPECT_EQ(m.value().entries[0].dependencies_sha256, (std::map<std::string, std::string>{{"libdep.so.1", digest}}));
   ASSERT_EQ(m.value().skipped.size(), 2u);

@@ -67,7 +67,7 @@ TEST(LoaderEndToEnd, DiscoverReadCheckLoadNegotiate) {
   ASSERT_EQ(manifests, std::vector<fs::path>{manifest_dir / "10-good.json"});
 
   auto manifest = read_manifest(manifests[0]);
-  ASSERT_TRUE(manifest) << manifest.error().message();
+  ASSERT_TRUE(manifest) << manifest.error()->message();
   ASSERT_EQ(manifest.value().entries.size(), 2u);
   ASSERT_EQ(manifest.value().skipped.size(), 1u);
   EXPECT_TRUE(HasPolicy(manifest.value().skipped[0].error, "L7", ROOTSPAN_ERR_INVALID_MANIFEST));
@@ -75,7 +75,7 @@ TEST(LoaderEndToEnd, DiscoverReadCheckLoadNegotiate) {
 
   std::shared_ptr<boost::dll::shared_library> keep;
   auto good = load_entry(manifest.value().entries[0], keep);
-  ASSERT_TRUE(good) << good.error().message();
+  ASSERT_TRUE(good) << good.error()->message();
   EXPECT_EQ(good.value().name, "test-good");
   EXPECT_EQ(good.value().kind, "test");
   EXPECT_NE(good.value().table.init, nullptr);
@@ -99,7 +99,7 @@ TEST(LoaderEndToEnd, PluginErrorsNameTheManifestEntry) {
                                           R"("},
       {"name": "needs", "kind": "test", "library": "./libneeds.so", "abi": {"major": 1, "minor": 1}}]})");
   auto m = read_manifest(file);
-  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_TRUE(m) << m.error()->message();
   ASSERT_EQ(m.value().entries.size(), 2u);
   std::shared_ptr<boost::dll::shared_library> keep;
 
@@ -129,7 +129,7 @@ const std::vector<BuiltPlugin> kBuiltPlugins = {LOADER_TEST_BUILT_PLUGINS};
 
 TEST(LoaderEndToEnd, ShippedDefaultManifestListsEveryBuiltPlugin) {
   auto m = read_manifest(LOADER_TEST_BUILD_MANIFEST);
-  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_TRUE(m) << m.error()->message();
   EXPECT_TRUE(m.value().skipped.empty());
   EXPECT_TRUE(m.value().notes.empty());
   ASSERT_EQ(m.value().entries.size(), kBuiltPlugins.size());
@@ -169,7 +169,7 @@ TEST(LoaderEndToEnd, ShippedDefaultManifestsHostEntryLoads) {
   options.static_providers = false;
   options.manifests = {path.string()};
   auto context = Context::create(options);
-  ASSERT_TRUE(context) << context.error().message();
+  ASSERT_TRUE(context) << context.error()->message();
   const std::vector<ProviderReport> reports = context.value()->reports();
   ASSERT_EQ(reports.size(), 1u);
   const ProviderReport &report = reports[0];
@@ -181,7 +181,7 @@ TEST(LoaderEndToEnd, ShippedDefaultManifestsHostEntryLoads) {
   allocate.provider = "host";
   allocate.byte_length = 4096;
   auto root = context.value()->allocate(allocate);
-  ASSERT_TRUE(root) << root.error().message();
+  ASSERT_TRUE(root) << root.error()->message();
   EXPECT_TRUE(context.value()->release(root.value()));
 }
 
@@ -207,7 +207,7 @@ TEST(LoaderEndToEnd, BytesLoadedAreTheBytesHashedEvenWhenThePathIsSwapped) {
   options.manifests = {manifest.string()};
   auto context = Context::create(options);
   test::disarm_swap_on_open();
-  ASSERT_TRUE(context) << context.error().message();
+  ASSERT_TRUE(context) << context.error()->message();
   ASSERT_TRUE(test::swap_happened()) << "the loader never opened " << plugin;
   EXPECT_EQ(digest_of(plugin), replaced) << "the path does not name the replacement";
   const std::vector<ProviderReport> reports = context.value()->reports();  // a snapshot
@@ -220,7 +220,7 @@ TEST(LoaderEndToEnd, BytesLoadedAreTheBytesHashedEvenWhenThePathIsSwapped) {
   allocate.provider = "host";
   allocate.byte_length = 4096;
   auto root = context.value()->allocate(allocate);
-  ASSERT_TRUE(root) << root.error().message();
+  ASSERT_TRUE(root) << root.error()->message();
   EXPECT_TRUE(context.value()->release(root.value()));
 }
 
@@ -244,10 +244,10 @@ TEST(LoaderEndToEnd, FuzzSeedCorpusParsesWithoutSurprises) {
     if (name.rfind("invalid-", 0) == 0) {
       ++invalid;
       ASSERT_FALSE(m) << "an invalid seed was read";
-      EXPECT_TRUE(HasPolicy(m.error(), "L1", ROOTSPAN_ERR_INVALID_MANIFEST)) << m.error().message();
+      EXPECT_TRUE(HasPolicy(m.error(), "L1", ROOTSPAN_ERR_INVALID_MANIFEST)) << m.error()->message();
     } else if (name.rfind("valid-", 0) == 0) {
       ++valid;
-      ASSERT_TRUE(m) << m.error().message();
+      ASSERT_TRUE(m) << m.error()->message();
       const bool skips = name.rfind("valid-skips-", 0) == 0;
       EXPECT_EQ(!m.value().skipped.empty(), skips) << m.value().skipped.size() << " entries skipped";
       for (const auto &skipped : m.value().skipped) EXPECT_FALSE(skipped.error.policy.empty());

@@ -28,14 +28,14 @@ const std::string kGoodFields =
 
 Manifest parse_ok(const std::string &text, const std::filesystem::path &origin = kOrigin) {
   auto m = parse_manifest(text, origin);
-  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message());
+  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error()->message());
   return m ? m.value() : Manifest{};
 }
 
 Diagnostic parse_error(const std::string &text, const std::filesystem::path &origin = kOrigin) {
   auto m = parse_manifest(text, origin);
   EXPECT_FALSE(m.has_value());
-  return m ? Diagnostic{} : m.error();
+  return m ? Diagnostic{} : *m.error();
 }
 
 // The one entry of a one-entry manifest must be skipped; returns why.
@@ -173,7 +173,7 @@ TEST(ManifestL1, ReadsAFile) {
   TempDir dir;
   auto file = dir.write("m.json", one_entry(kGoodFields));
   auto r = read_manifest(file);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().path, file);
   ASSERT_EQ(r.value().entries.size(), 1u);
   EXPECT_EQ(r.value().entries[0].manifest, file);
@@ -211,7 +211,7 @@ TEST(ManifestL2, SymlinkedManifestResolvesAgainstTheRealFile) {
   fs::create_directories(dir / "manifest.d");
   fs::create_symlink(real, dir / "manifest.d/50-pkg.json");
   auto m = read_manifest(dir / "manifest.d/50-pkg.json");
-  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_TRUE(m) << m.error()->message();
   EXPECT_EQ(m.value().path, dir / "manifest.d/50-pkg.json");  // reported as named
   ASSERT_EQ(m.value().entries.size(), 1u);
   EXPECT_EQ(m.value().entries[0].library_path, dir / "pkg/lib/libpkg.so");

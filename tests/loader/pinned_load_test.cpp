@@ -42,7 +42,7 @@ TEST(PinnedPluginL4, IsCheckedAndLoadedFromASealedMemfd) {
   fs::path file = dir.copy(kGood, "libpinned.so");
   const std::string digest = sha256_hex(test::read_file(file));
   auto r = check_plugin_file(file, digest);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   const CheckedLibrary &lib = r.value();
   EXPECT_EQ(lib.sha256, digest);
   EXPECT_EQ(lib.real_path, file);
@@ -62,11 +62,11 @@ TEST(PinnedPluginL4, RewritingTheFileAfterTheHashDoesNotChangeWhatIsLoaded) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libpinned.so");
   auto checked = check_plugin_file(file, sha256_hex(test::read_file(file)));
-  ASSERT_TRUE(checked) << checked.error().message();
+  ASSERT_TRUE(checked) << checked.error()->message();
   // The writer wins the race outright: the file now holds other code.
   rewrite_in_place(file, test::read_file(kNoEntry));
   auto loaded = load_plugin_library(std::move(checked).value());
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_NE(loaded.value().entry, nullptr) << "the rewritten bytes (a library without the entry) were loaded";
   const rootspan_provider_table *table = loaded.value().entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR);
   ASSERT_NE(table, nullptr);
@@ -104,7 +104,7 @@ TEST(PinnedPluginL4, AWriterRacingTheLoaderNeverWins) {
       continue;
     }
     auto r = load_plugin_library(std::move(checked).value());
-    ASSERT_TRUE(r) << "bytes other than the hashed ones reached the loader: " << r.error().message();
+    ASSERT_TRUE(r) << "bytes other than the hashed ones reached the loader: " << r.error()->message();
     const rootspan_provider_table *table = r.value().entry(ROOTSPAN_PROVIDER_ABI_MAJOR, ROOTSPAN_PROVIDER_ABI_MINOR);
     ASSERT_NE(table, nullptr);
     EXPECT_STREQ(table->name, "test-good");

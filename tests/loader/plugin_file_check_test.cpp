@@ -29,7 +29,7 @@ const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
 Diagnostic check_error(const fs::path &path, std::optional<std::string> sha256 = std::nullopt) {
   auto r = check_plugin_file(path, std::move(sha256));
   EXPECT_FALSE(r.has_value()) << path;
-  return r ? Diagnostic{} : r.error();
+  return r ? Diagnostic{} : *r.error();
 }
 
 // A copy of the good plugin with bytes patched at offset.
@@ -43,7 +43,7 @@ fs::path patched_copy(const TempDir &dir, std::string_view name, std::size_t off
 
 TEST(PluginFileL4, GoodPluginPassesAndStaysOpen) {
   auto r = check_plugin_file(kGood);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   const CheckedLibrary &lib = r.value();
   EXPECT_TRUE(lib.fd);
   EXPECT_EQ(lib.path, kGood);
@@ -176,7 +176,7 @@ TEST(PluginFileL4, OtherMachineIsRefused) {
 TEST(PluginFileL4, Sha256MatchPasses) {
   const std::string digest = sha256_hex(test::read_file(kGood));
   auto r = check_plugin_file(kGood, digest);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().sha256, digest);
 }
 
@@ -194,7 +194,7 @@ TEST(PluginFileL4, DigestComesFromTheOpenDescriptorNotThePath) {
   fs::path file = dir.copy(kGood, "libswap.so");
   const std::string original = sha256_hex(test::read_file(file));
   auto r = check_plugin_file(file);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   // Swap the file at the path for something else after the check.
   fs::path other = dir.write("other.so", "swapped in after the check");
   fs::rename(other, file);
@@ -208,7 +208,7 @@ TEST(PluginFileL4, BareNameIsFoundInTheLoaderSearchDirectories) {
   auto found = find_in_library_search_dirs("libc.so.6");
   ASSERT_TRUE(found);
   auto r = check_plugin_file("libc.so.6");
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().path, *found);
   EXPECT_EQ(r.value().requested, "libc.so.6");
 }

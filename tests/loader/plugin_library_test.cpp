@@ -30,7 +30,7 @@ const fs::path kUndefinedFunction = LOADER_TEST_UNDEFINED_FUNCTION_PLUGIN;
 
 Result<LoadedLibrary> check_and_load(const fs::path &path) {
   auto checked = check_plugin_file(path);
-  EXPECT_TRUE(checked) << (checked ? "" : checked.error().message());
+  EXPECT_TRUE(checked) << (checked ? "" : checked.error()->message());
   if (!checked) return checked.error();
   return load_plugin_library(std::move(checked).value());
 }
@@ -38,12 +38,12 @@ Result<LoadedLibrary> check_and_load(const fs::path &path) {
 Diagnostic load_error(const fs::path &path) {
   auto r = check_and_load(path);
   EXPECT_FALSE(r.has_value()) << path;
-  return r ? Diagnostic{} : r.error();
+  return r ? Diagnostic{} : *r.error();
 }
 
 TEST(PluginLibraryL5, LoadsThroughTheCheckedDescriptorAndFindsTheEntry) {
   auto r = check_and_load(kGood);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   LoadedLibrary &lib = r.value();
   EXPECT_EQ(lib.path, kGood);
   EXPECT_EQ(lib.loaded_name.rfind("/proc/self/fd/", 0), 0u) << lib.loaded_name;
@@ -81,10 +81,10 @@ TEST(PluginLibraryL5, TheFileSwappedAfterTheCheckIsNotTheOneLoaded) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libswap.so");
   auto checked = check_plugin_file(file);
-  ASSERT_TRUE(checked) << checked.error().message();
+  ASSERT_TRUE(checked) << checked.error()->message();
   fs::rename(dir.write("swap.txt", "not a library"), file);
   auto r = load_plugin_library(std::move(checked).value());
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   EXPECT_NE(r.value().entry, nullptr);
 }
 
@@ -113,7 +113,7 @@ TEST(PluginLibraryEntry, EntrySymbolMustBeAFunction) {
 TEST(PluginLibraryL8, StaysLoadedWhileAnyReferenceLives) {
   ASSERT_TRUE(unloading_allowed());
   auto r = check_and_load(kGood);
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   const std::string name = r.value().loaded_name;
   std::shared_ptr<boost::dll::shared_library> root_reference = r.value().library;  // as a root would
   r = Diagnostic{};                                                                // drops the LoadedLibrary
@@ -126,7 +126,7 @@ TEST(PluginLibraryL8, NoUnloadKeepsEveryLibraryLoaded) {
   ::setenv("ROOTSPAN_NO_UNLOAD", "1", 1);
   auto r = check_and_load(kGood);
   ::unsetenv("ROOTSPAN_NO_UNLOAD");
-  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r) << r.error()->message();
   const std::string name = r.value().loaded_name;
   r = Diagnostic{};
   EXPECT_TRUE(object_is_loaded(name));  // kept for the life of the process

@@ -47,7 +47,7 @@ TEST(ProviderChoice, AutoTakesTheHighestPriorityWithADevice) {
                   ROOTSPAN_ERR_PROVIDER_FAILURE),
   };
   auto chosen = choose_provider(reports, "auto", 1);
-  ASSERT_TRUE(chosen) << chosen.error().message();
+  ASSERT_TRUE(chosen) << chosen.error()->message();
   EXPECT_EQ(chosen.value().provider, "cuda");
   EXPECT_EQ(chosen.value().explanation,
             "chose \"cuda\" (priority 100, 2 devices); passed over \"host\": lower priority 0; "
@@ -89,7 +89,7 @@ TEST(ProviderChoice, AutoWithNoDeviceAnywhereListsEveryReason) {
                   "load_plugin: L6: a provider named 'host' is already loaded", ROOTSPAN_ERR_PLUGIN_REJECTED)};
   auto chosen = choose_provider(reports, "auto", 0);
   ASSERT_FALSE(chosen);
-  EXPECT_EQ(chosen.error().code, ROOTSPAN_ERR_NO_PROVIDER);
+  EXPECT_EQ(chosen.error()->code, ROOTSPAN_ERR_NO_PROVIDER);
   EXPECT_TRUE(Mentions(chosen.error(),
                        "auto: no provider has a device; the providers are: \"cuda\": no device "
                        "(cudaGetDeviceCount: no CUDA-capable device is detected); \"host\": skipped"));
@@ -102,8 +102,8 @@ TEST(ProviderChoice, AnUnknownNameIsNotFoundAndListsWhatExists) {
   const std::vector<ProviderReport> reports = {started("host", 0, 1), started("cuda", 100, 0, "no driver")};
   auto chosen = choose_provider(reports, "nope", 0);
   ASSERT_FALSE(chosen);
-  EXPECT_EQ(chosen.error().code, ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_EQ(chosen.error().operation, "choose_provider");
+  EXPECT_EQ(chosen.error()->code, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(chosen.error()->operation, "choose_provider");
   EXPECT_TRUE(Mentions(chosen.error(),
                        "no provider is named \"nope\"; the providers are: \"host\": loaded, "
                        "priority 0, 1 device; \"cuda\": no device (no driver)"));
@@ -114,18 +114,18 @@ TEST(ProviderChoice, AMissingOrdinalIsNotFoundAndListsTheOrdinals) {
                                                started("rocm", 50, 0, "no /dev/kfd")};
   auto named = choose_provider(reports, "cuda", 7);
   ASSERT_FALSE(named);
-  EXPECT_EQ(named.error().code, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(named.error()->code, ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_TRUE(Mentions(named.error(), "device 7 does not exist: provider \"cuda\" has 4 devices, ordinals 0-3"));
-  ASSERT_TRUE(named.error().values);
-  EXPECT_EQ(named.error().values->first, 4u);
-  EXPECT_EQ(named.error().values->second, 7u);
+  ASSERT_TRUE(named.error()->values);
+  EXPECT_EQ(named.error()->values->first, 4u);
+  EXPECT_EQ(named.error()->values->second, 7u);
   auto automatic = choose_provider(reports, "auto", 4);  // auto chooses cuda, which lacks ordinal 4
   ASSERT_FALSE(automatic);
   EXPECT_TRUE(Mentions(automatic.error(), "provider \"cuda\" has 4 devices, ordinals 0-3"));
   // A started provider without a device has no ordinal at all, and says why.
   auto empty = choose_provider(reports, "rocm", 0);
   ASSERT_FALSE(empty);
-  EXPECT_EQ(empty.error().code, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(empty.error()->code, ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_TRUE(Mentions(empty.error(), "device 0 does not exist: provider \"rocm\" has no device (no /dev/kfd)"));
   auto fits = choose_provider(reports, "cuda", 3);
   ASSERT_TRUE(fits);
@@ -141,11 +141,11 @@ TEST(ProviderChoice, ANamedProviderThatDidNotStartFailsWithItsOwnError) {
                   ROOTSPAN_OK)};
   auto failed = choose_provider(reports, "cuda", 0);
   ASSERT_FALSE(failed);
-  EXPECT_EQ(failed.error().code, ROOTSPAN_ERR_PROVIDER_FAILURE);
+  EXPECT_EQ(failed.error()->code, ROOTSPAN_ERR_PROVIDER_FAILURE);
   EXPECT_TRUE(Mentions(failed.error(), "provider \"cuda\" was not started: failed (L7: init failed: out of handles)"));
   auto disabled = choose_provider(reports, "off", 0);
   ASSERT_FALSE(disabled);
-  EXPECT_EQ(disabled.error().code, ROOTSPAN_ERR_NO_PROVIDER);
+  EXPECT_EQ(disabled.error()->code, ROOTSPAN_ERR_NO_PROVIDER);
   EXPECT_TRUE(Mentions(disabled.error(), "is disabled"));
 }
 
@@ -156,7 +156,7 @@ TEST(ProviderChoice, TheStartedProviderOfANameWinsOverASkippedEntryOfIt) {
                   "load_plugin: L6: a provider named 'host' is already loaded", ROOTSPAN_ERR_PLUGIN_REJECTED),
       started("host", 0, 1)};
   auto chosen = choose_provider(reports, "host", 0);
-  ASSERT_TRUE(chosen) << chosen.error().message();
+  ASSERT_TRUE(chosen) << chosen.error()->message();
   EXPECT_EQ(chosen.value().provider, "host");
 }
 

@@ -31,7 +31,7 @@ const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
 Diagnostic refused_plugin(const fs::path &path) {
   auto r = check_plugin_file(path);
   EXPECT_FALSE(r) << path << " was accepted";
-  return r ? Diagnostic{} : r.error();
+  return r ? Diagnostic{} : *r.error();
 }
 
 // A folder the attacker can reach (the temporary folder is 0700).
@@ -291,7 +291,7 @@ TEST(TrustRule, AContextRunAsRootWithAnotherUsersHomeLoadsNothingOfIt) {
   ContextOptions options;
   options.discover_manifests = true;
   auto context = Context::create(options);
-  ASSERT_TRUE(context) << context.error().message();
+  ASSERT_TRUE(context) << context.error()->message();
   const fs::path folder = home / ".config" / "rootspan" / "manifest.d";
   bool reported = false;
   for (const ProviderReport &report : context.value()->reports()) {

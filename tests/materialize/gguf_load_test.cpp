@@ -37,10 +37,10 @@ class GgufLoadTest : public ::testing::Test {
   void SetUp() override {
     upload_reset();
     auto created = Context::create(rootspan::ContextOptions{});
-    ASSERT_TRUE(created) << created.error().message();
+    ASSERT_TRUE(created) << created.error()->message();
     context_ = std::move(created).value();
     auto added = context_->add_provider(upload_entry, "{}", ROOTSPAN_ORIGIN_EMBEDDED);
-    ASSERT_TRUE(added) << added.error().message();
+    ASSERT_TRUE(added) << added.error()->message();
   }
   void TearDown() override {
     if (context_) {
@@ -52,15 +52,15 @@ class GgufLoadTest : public ::testing::Test {
 
   LoadResult load(const fs::path &path, const LoadOptions &options) {
     auto checkpoint = Checkpoint::open(path);
-    EXPECT_TRUE(checkpoint) << checkpoint.error().message();
+    EXPECT_TRUE(checkpoint) << checkpoint.error()->message();
     if (!checkpoint) return {};
     auto resolved =
         rootspan::weights::resolve_schema(checkpoint.value(), rootspan::weights::default_schema(checkpoint.value()));
-    EXPECT_TRUE(resolved) << resolved.error().message();
+    EXPECT_TRUE(resolved) << resolved.error()->message();
     if (!resolved) return {};
     auto loaded =
         rootspan::weights::load_components(*context_, checkpoint.value(), std::move(resolved).value(), options);
-    EXPECT_TRUE(loaded) << loaded.error().message();
+    EXPECT_TRUE(loaded) << loaded.error()->message();
     return loaded ? std::move(loaded).value() : LoadResult{};
   }
 
@@ -68,7 +68,7 @@ class GgufLoadTest : public ::testing::Test {
     std::vector<std::byte> out(root.extent.length);
     auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
     if (!claim) {
-      ADD_FAILURE() << claim.error().message();
+      ADD_FAILURE() << claim.error()->message();
       return {};
     }
     EXPECT_TRUE(rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size()));

@@ -41,7 +41,7 @@ std::vector<std::byte> read_root(Root &root) {
   std::vector<std::byte> out(root.extent.length);
   auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
   if (!claim) {
-    ADD_FAILURE() << claim.error().message();
+    ADD_FAILURE() << claim.error()->message();
     return {};
   }
   EXPECT_TRUE(rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size()));
@@ -65,14 +65,14 @@ TEST_P(ShardSwap, ALinkSwappedInAfterValidationIsNeverRead) {
   ASSERT_NE(secret.tensor("a"), shard1.tensor("a"));
 
   auto created = Context::create(rootspan::ContextOptions{});
-  ASSERT_TRUE(created) << created.error().message();
+  ASSERT_TRUE(created) << created.error()->message();
   auto context = std::move(created).value();
   {
     auto checkpoint = Checkpoint::open(dir.path());
-    ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+    ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
     auto resolved =
         rootspan::weights::resolve_schema(checkpoint.value(), rootspan::weights::default_schema(checkpoint.value()));
-    ASSERT_TRUE(resolved) << resolved.error().message();
+    ASSERT_TRUE(resolved) << resolved.error()->message();
 
     // Validated; now the shard becomes a link to the secret.
     fs::remove(shard1.path);
@@ -96,9 +96,9 @@ TEST_P(ShardSwap, ALinkSwappedInAfterValidationIsNeverRead) {
   // Opened again now, the link is refused before anything is read.
   auto again = Checkpoint::open(dir.path());
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.error().code, ROOTSPAN_ERR_INVALID_CHECKPOINT);
-  EXPECT_NE(again.error().cause.find("leads out of the checkpoint's trusted folders"), std::string::npos)
-      << again.error().cause;
+  EXPECT_EQ(again.error()->code, ROOTSPAN_ERR_INVALID_CHECKPOINT);
+  EXPECT_NE(again.error()->cause.find("leads out of the checkpoint's trusted folders"), std::string::npos)
+      << again.error()->cause;
   EXPECT_EQ(context->destroy(), 0u);
 }
 
@@ -115,10 +115,10 @@ TEST(OpenBeneath, ALinkOutOfTheTrustedFoldersIsRefusedAtTheOpen) {
   auto opened = rootspan::weights::open_beneath(dir.path(), "shard.safetensors", trusted,
                                                 ROOTSPAN_ERR_INVALID_CHECKPOINT, "open_checkpoint", "index.json");
   ASSERT_FALSE(opened);
-  EXPECT_EQ(opened.error().code, ROOTSPAN_ERR_INVALID_CHECKPOINT);
-  EXPECT_NE(opened.error().cause.find("leads out of the checkpoint's trusted folders"), std::string::npos)
-      << opened.error().cause;
-  EXPECT_NE(opened.error().cause.find(fs::canonical(secret).string()), std::string::npos) << opened.error().cause;
+  EXPECT_EQ(opened.error()->code, ROOTSPAN_ERR_INVALID_CHECKPOINT);
+  EXPECT_NE(opened.error()->cause.find("leads out of the checkpoint's trusted folders"), std::string::npos)
+      << opened.error()->cause;
+  EXPECT_NE(opened.error()->cause.find(fs::canonical(secret).string()), std::string::npos) << opened.error()->cause;
 
   // A link through a folder outside that ends back inside is the file inside.
   const fs::path inside = dir.write_text("real.bin", "inside");
@@ -126,7 +126,7 @@ TEST(OpenBeneath, ALinkOutOfTheTrustedFoldersIsRefusedAtTheOpen) {
   fs::create_symlink(elsewhere.path() / "detour", dir.path() / "hop");
   auto hop = rootspan::weights::open_beneath(dir.path(), "hop", trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT,
                                              "open_checkpoint", "index.json");
-  ASSERT_TRUE(hop) << hop.error().cause;
+  ASSERT_TRUE(hop) << hop.error()->cause;
   EXPECT_EQ(hop.value()->size(), 6u);
   EXPECT_EQ(hop.value()->path(), fs::canonical(inside));
 }

@@ -39,10 +39,10 @@ class MaterializeTest : public ::testing::Test {
   void SetUp() override {
     upload_reset();
     auto created = Context::create(rootspan::ContextOptions{});
-    ASSERT_TRUE(created) << created.error().message();
+    ASSERT_TRUE(created) << created.error()->message();
     context_ = std::move(created).value();
     auto added = context_->add_provider(upload_entry, "{}", ROOTSPAN_ORIGIN_EMBEDDED);
-    ASSERT_TRUE(added) << added.error().message();
+    ASSERT_TRUE(added) << added.error()->message();
   }
 
   void TearDown() override {
@@ -89,11 +89,11 @@ class MaterializeTest : public ::testing::Test {
     std::vector<std::byte> out(root.extent.length);
     auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
     if (!claim) {
-      ADD_FAILURE() << claim.error().message();
+      ADD_FAILURE() << claim.error()->message();
       return {};
     }
     auto copied = rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size());
-    EXPECT_TRUE(copied) << (copied ? "" : copied.error().message());
+    EXPECT_TRUE(copied) << (copied ? "" : copied.error()->message());
     EXPECT_TRUE(rootspan::claim_release(*claim.value()));
     return out;
   }
@@ -125,7 +125,7 @@ TEST_F(MaterializeTest, UploadsThroughCopyHooksInSeveralStagingChunks) {
   // 10000 F32 = 40000 bytes: with 4096-byte staging buffers, 10 chunks.
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {100, 100}}}, 7);
   auto &loaded = load(file.path, std::nullopt, upload_options(4096));
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_EQ(loaded.value().components.size(), 1u);
   const LoadedComponent &c = loaded.value().components[0];
   EXPECT_EQ(c.id, "w");
@@ -163,7 +163,7 @@ TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {
   const std::string schema =
       schema_json({dense_component("gate_up", "packed_values", {"up", "gate"}, {2, 30, 50}, "F32")});
   auto &loaded = load(dir_.path(), schema, upload_options(4096));
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_EQ(loaded.value().components.size(), 1u);
   const LoadedComponent &c = loaded.value().components[0];
   EXPECT_EQ(c.segments, 2u);
@@ -184,7 +184,7 @@ TEST_F(MaterializeTest, UploadStagingSmallerThanThePageIsRaisedNotRefused) {
   // still loads correctly.
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "U8", {10000}}}, 3);
   auto &loaded = load(file.path, std::nullopt, upload_options(1));
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   EXPECT_EQ(read_root(*loaded.value().components[0].root), file.tensor("w"));
   EXPECT_GE(upload_copies().size(), 2u);
 }
@@ -197,7 +197,7 @@ TEST_F(MaterializeTest, CancellingAnUploadMidComponentLeavesNoRoot) {
   options.progress = [&](const LoadProgress &) { return ++calls < 3; };  // stop inside the first component
   auto &loaded = load(file.path, std::nullopt, options);
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_CANCELLED) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_CANCELLED) << loaded.error()->message();
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(context_->live_roots(), 0u);
   EXPECT_EQ(upload_live_blocks(), 0);
@@ -210,10 +210,10 @@ TEST_F(MaterializeTest, AllocateFailingOnTheSecondComponentReleasesTheFirst) {
   upload_behaviour().fail_allocate_at = 2;
   auto &loaded = load(file.path, std::nullopt, upload_options(4096));
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_OUT_OF_MEMORY) << loaded.error().message();
-  EXPECT_NE(loaded.error().message().find("\"b\""), std::string::npos)
-      << "the error names the component: " << loaded.error().message();
-  EXPECT_NE(loaded.error().message().find("out of memory"), std::string::npos) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_OUT_OF_MEMORY) << loaded.error()->message();
+  EXPECT_NE(loaded.error()->message().find("\"b\""), std::string::npos)
+      << "the error names the component: " << loaded.error()->message();
+  EXPECT_NE(loaded.error()->message().find("out of memory"), std::string::npos) << loaded.error()->message();
   EXPECT_EQ(upload_counters().allocated.load(), 1);
   EXPECT_EQ(upload_counters().release.load(), 1);
   EXPECT_EQ(context_->live_roots(), 0u);
@@ -226,8 +226,8 @@ TEST_F(MaterializeTest, CopyFailingMidUploadReleasesEveryRoot) {
   upload_behaviour().fail_copy_from_at = 5;  // a: 3 chunks; b fails on its 2nd
   auto &loaded = load(file.path, std::nullopt, upload_options(4096));
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_PROVIDER_FAILURE) << loaded.error().message();
-  EXPECT_NE(loaded.error().message().find("\"b\""), std::string::npos) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_PROVIDER_FAILURE) << loaded.error()->message();
+  EXPECT_NE(loaded.error()->message().find("\"b\""), std::string::npos) << loaded.error()->message();
   EXPECT_EQ(upload_counters().allocated.load(), 2);
   EXPECT_EQ(upload_counters().release.load(), 2);
   EXPECT_EQ(context_->live_roots(), 0u);
@@ -239,7 +239,7 @@ TEST_F(MaterializeTest, UploadToADeviceTheProviderLacksFailsAndLeavesNoRoot) {
   options.device = 3;  // the provider has one device
   auto &loaded = load(file.path, std::nullopt, options);
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_NOT_FOUND) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_NOT_FOUND) << loaded.error()->message();
   EXPECT_EQ(context_->live_roots(), 0u);
 }
 
@@ -253,7 +253,7 @@ TEST_F(MaterializeTest, HostLoadMixesZeroCopyAndCopiedComponents) {
   const std::string schema = schema_json({dense_component("a", "values", {"a"}, {16}, "F32"),
                                           dense_component("bc", "packed_values", {"b", "c"}, {32}, "F32")});
   auto &loaded = load(file.path, schema, LoadOptions{});
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_EQ(loaded.value().components.size(), 2u);
   const LoadedComponent &a = component(loaded.value(), "a");
   const LoadedComponent &bc = component(loaded.value(), "bc");
@@ -273,7 +273,7 @@ TEST_F(MaterializeTest, ReadStrategyNeverMakesAZeroCopyRoot) {
   LoadOptions options;
   options.strategy = Strategy::kRead;
   auto &loaded = load(file.path, std::nullopt, options);
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_EQ(loaded.value().components.size(), 2u);
   for (const LoadedComponent &c : loaded.value().components) {
     EXPECT_FALSE(c.zero_copy) << c.id;
@@ -294,7 +294,7 @@ TEST_F(MaterializeTest, ProgressCoversEveryComponentAndEndsAtTheTotal) {
     return true;
   };
   auto &loaded = load(file.path, std::nullopt, options);
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_FALSE(seen.empty());
   std::uint64_t previous = 0;
   std::size_t previous_index = 0;
@@ -319,8 +319,8 @@ TEST_F(MaterializeTest, CancellingAHostLoadReleasesTheZeroCopyRootsAlreadyMade) 
   options.progress = [](const LoadProgress &p) { return p.component_index < 2; };  // cancel at the last one
   auto &loaded = load(file.path, std::nullopt, options);
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_CANCELLED) << loaded.error().message();
-  EXPECT_NE(loaded.error().message().find("\"c\""), std::string::npos) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_CANCELLED) << loaded.error()->message();
+  EXPECT_NE(loaded.error()->message().find("\"c\""), std::string::npos) << loaded.error()->message();
   EXPECT_EQ(context_->live_roots(), 0u);
 }
 
@@ -331,9 +331,9 @@ class TruncatedAfterOpen : public MaterializeTest, public ::testing::WithParamIn
 TEST_P(TruncatedAfterOpen, FailsAndReleasesEveryRootMade) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {1024}}}, 13);
   auto checkpoint = Checkpoint::open(file.path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   auto resolved = resolve(checkpoint.value(), std::nullopt);
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   // Cut b in half: a is whole, b is not.
   const auto &[b_offset, b_length] = file.tensors.at("b");
   ASSERT_EQ(::truncate(file.path.c_str(), static_cast<off_t>(b_offset + b_length / 2)), 0);
@@ -342,11 +342,11 @@ TEST_P(TruncatedAfterOpen, FailsAndReleasesEveryRootMade) {
   options.strategy = GetParam();
   auto loaded = rootspan::weights::load_components(*context_, checkpoint.value(), std::move(resolved).value(), options);
   ASSERT_FALSE(loaded) << "a truncated file loaded";
-  const std::string message = loaded.error().message();
+  const std::string message = loaded.error()->message();
   // The file changed under the loader: an I/O error (exit status 3 in the
   // CLI) whichever the strategy, caught at the first component read from
   // that file, by its size, before any byte of it is used.
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_IO) << message;
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_IO) << message;
   EXPECT_NE(message.find("file size changed since its header was read"), std::string::npos) << message;
   EXPECT_NE(message.find("component \"a\""), std::string::npos) << "names the component: " << message;
   // Named once.
@@ -367,7 +367,7 @@ TEST_P(TruncatedAfterOpen, FailsUploadingToo) {
   options.strategy = GetParam();
   auto loaded = rootspan::weights::load_components(*context_, checkpoint.value(), std::move(resolved).value(), options);
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_IO) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_IO) << loaded.error()->message();
   EXPECT_EQ(context_->live_roots(), 0u);
   EXPECT_EQ(upload_live_blocks(), 0);
 }
@@ -381,9 +381,9 @@ TEST_P(TruncatedAfterOpen, TheErrorNamesComponentTensorFileAndValues) {
     SCOPED_TRACE(provider);
     ASSERT_EQ(::truncate(file.path.c_str(), static_cast<off_t>(file.bytes.size())), 0);  // whole again
     auto checkpoint = Checkpoint::open(file.path);
-    ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+    ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
     auto resolved = resolve(checkpoint.value(), schema);
-    ASSERT_TRUE(resolved) << resolved.error().message();
+    ASSERT_TRUE(resolved) << resolved.error()->message();
     ASSERT_EQ(::truncate(file.path.c_str(), static_cast<off_t>(file.bytes.size() - 1000)), 0);
     LoadOptions options = upload_options(4096);
     options.provider = provider;
@@ -391,12 +391,12 @@ TEST_P(TruncatedAfterOpen, TheErrorNamesComponentTensorFileAndValues) {
     auto loaded =
         rootspan::weights::load_components(*context_, checkpoint.value(), std::move(resolved).value(), options);
     ASSERT_FALSE(loaded);
-    const std::string message = loaded.error().message();
+    const std::string message = loaded.error()->message();
     EXPECT_NE(message.find("layer.w"), std::string::npos) << "component: " << message;
     // Regression test: this was once missed (see the test name).
     EXPECT_NE(message.find("model.w"), std::string::npos) << "tensor: " << message;
     EXPECT_NE(message.find("shard.safetensors"), std::string::npos) << "file: " << message;
-    EXPECT_TRUE(loaded.error().values.has_value()) << "expected and actual values: " << message;
+    EXPECT_TRUE(loaded.error()->values.has_value()) << "expected and actual values: " << message;
     EXPECT_EQ(context_->live_roots(), 0u);
   }
 }
@@ -407,14 +407,14 @@ INSTANTIATE_TEST_SUITE_P(Strategies, TruncatedAfterOpen, ::testing::Values(Strat
 TEST_F(MaterializeTest, ReleaseComponentsIsBusyForAClaimedRootAndReleasesTheOthers) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "F32", {16}}}, 15);
   auto &loaded = load(file.path, std::nullopt, LoadOptions{});
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_EQ(loaded.value().components.size(), 2u);
   Root *a = component(loaded.value(), "a").root;
   auto claim = rootspan::claim_acquire(*a, 0, 64, ROOTSPAN_CLAIM_SHARED);
   ASSERT_TRUE(claim);
   auto released = rootspan::weights::release_components(*context_, loaded.value());
   ASSERT_FALSE(released);
-  EXPECT_EQ(released.error().code, ROOTSPAN_ERR_BUSY);
+  EXPECT_EQ(released.error()->code, ROOTSPAN_ERR_BUSY);
   EXPECT_EQ(context_->live_roots(), 1u);
   ASSERT_EQ(loaded.value().components.size(), 1u);
   EXPECT_EQ(loaded.value().components[0].id, "a");
@@ -426,10 +426,10 @@ TEST_F(MaterializeTest, ReleaseComponentsIsBusyForAClaimedRootAndReleasesTheOthe
 TEST_F(MaterializeTest, RootSha256ReadsBackThroughTheProvider) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "U8", {70000}}}, 16);
   auto &loaded = load(file.path, std::nullopt, upload_options(8192));
-  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(loaded) << loaded.error()->message();
   const int copies_before = upload_counters().copy_to.load();
   auto digest = rootspan::weights::root_sha256(*loaded.value().components[0].root);
-  ASSERT_TRUE(digest) << digest.error().message();
+  ASSERT_TRUE(digest) << digest.error()->message();
   EXPECT_EQ(digest.value(), sha256_hex(file.tensor("a")));
   EXPECT_GT(upload_counters().copy_to.load(), copies_before);
 }
@@ -440,7 +440,7 @@ TEST_F(MaterializeTest, UnknownProviderFailsBeforeAnyRoot) {
   options.provider = "no-such-provider";
   auto &loaded = load(file.path, std::nullopt, options);
   ASSERT_FALSE(loaded);
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_NOT_FOUND) << loaded.error().message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_NOT_FOUND) << loaded.error()->message();
   EXPECT_EQ(context_->live_roots(), 0u);
 }
 

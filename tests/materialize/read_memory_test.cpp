@@ -41,19 +41,19 @@ TEST(ReadStrategyMemory, ASparseFileLargerThanAvailableMemoryIsRefused) {
   }
 
   auto checkpoint = Checkpoint::open(path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   auto created = Context::create(rootspan::ContextOptions{});
-  ASSERT_TRUE(created) << created.error().message();
+  ASSERT_TRUE(created) << created.error()->message();
   auto context = std::move(created).value();
   auto resolved =
       rootspan::weights::resolve_schema(checkpoint.value(), rootspan::weights::default_schema(checkpoint.value()));
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   LoadOptions options;
   options.strategy = Strategy::kRead;
   auto loaded = rootspan::weights::load_components(*context, checkpoint.value(), std::move(resolved).value(), options);
   ASSERT_FALSE(loaded) << "a copy larger than the memory available was started";
-  const std::string message = loaded.error().message();
-  EXPECT_EQ(loaded.error().code, ROOTSPAN_ERR_OUT_OF_MEMORY) << message;
+  const std::string message = loaded.error()->message();
+  EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_OUT_OF_MEMORY) << message;
   EXPECT_NE(message.find(path.string()), std::string::npos) << message;
   EXPECT_NE(message.find("--strategy read would copy " + std::to_string(bytes) + " bytes"), std::string::npos)
       << message;
@@ -66,9 +66,9 @@ TEST(ReadStrategyMemory, ACopyThatFitsIsNotRefused) {
   EXPECT_TRUE(rootspan::weights::check_copy_fits("f", 10, 100, 100, "load_component"));
   auto refused = rootspan::weights::check_copy_fits("f", 10, 101, 100, "load_component");
   ASSERT_FALSE(refused);
-  ASSERT_TRUE(refused.error().values);
-  EXPECT_EQ(refused.error().values->first, 100u);
-  EXPECT_EQ(refused.error().values->second, 101u);
+  ASSERT_TRUE(refused.error()->values);
+  EXPECT_EQ(refused.error()->values->first, 100u);
+  EXPECT_EQ(refused.error()->values->second, 101u);
 }
 
 }  // namespace

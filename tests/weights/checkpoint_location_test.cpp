@@ -71,7 +71,7 @@ TEST(CheckpointLocation, ASnapshotFolderOfLinksIntoBlobsOpens) {
   TempDir dir;
   const CacheRepository cache(dir);
   auto checkpoint = Checkpoint::open(cache.snapshot);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const Checkpoint &ckpt = checkpoint.value();
   EXPECT_TRUE(ckpt.sharded());
   ASSERT_EQ(ckpt.shards().size(), 2u);
@@ -88,7 +88,7 @@ TEST(CheckpointLocation, TheRepositoryFolderOpensTheSnapshotRefsMainNames) {
   EXPECT_TRUE(is_cache_repository(cache.repo));
   EXPECT_FALSE(is_cache_repository(cache.snapshot));
   auto checkpoint = Checkpoint::open(cache.repo);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_EQ(checkpoint.value().folder(), cache.repo / "snapshots" / kCommit);
   EXPECT_TRUE(checkpoint.value().find("head"));
   // The repository the user named is trusted as a whole.
@@ -107,13 +107,13 @@ TEST(CheckpointLocation, ARevisionPicksABranchOrACommit) {
 
   for (const char *revision : {kOtherCommit, "v2"}) {
     auto checkpoint = Checkpoint::open(cache.repo, std::string(revision));
-    ASSERT_TRUE(checkpoint) << revision << ": " << checkpoint.error().message();
+    ASSERT_TRUE(checkpoint) << revision << ": " << checkpoint.error()->message();
     EXPECT_FALSE(checkpoint.value().sharded());
     EXPECT_TRUE(checkpoint.value().find("only")) << revision;
     EXPECT_EQ(checkpoint.value().shards()[0].file, "model.safetensors");
   }
   auto main = Checkpoint::open(cache.repo, std::string("main"));
-  ASSERT_TRUE(main) << main.error().message();
+  ASSERT_TRUE(main) << main.error()->message();
   EXPECT_TRUE(main.value().find("embed"));
 }
 
@@ -184,7 +184,7 @@ TEST(CheckpointLocation, TheIndexFileItselfOpensItsFolder) {
   dir.write(kFile2, safetensors_file(kShard2));
   const fs::path index = dir.write_text("model.safetensors.index.json", index_for(kFile1, kFile2));
   auto checkpoint = Checkpoint::open(index);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_TRUE(checkpoint.value().sharded());
   EXPECT_EQ(checkpoint.value().folder(), dir.path());
   EXPECT_EQ(checkpoint.value().tensor_names().size(), 4u);
@@ -196,7 +196,7 @@ TEST(CheckpointLocation, TheIndexFileItselfOpensItsFolder) {
   // In a cache snapshot, the index is a link into blobs/.
   const CacheRepository cache(dir);
   auto linked = Checkpoint::open(cache.snapshot / "model.safetensors.index.json");
-  ASSERT_TRUE(linked) << linked.error().message();
+  ASSERT_TRUE(linked) << linked.error()->message();
   EXPECT_EQ(linked.value().folder(), cache.snapshot);
   EXPECT_EQ(linked.value().shards()[1].path, real(cache.repo / "blobs/bbb2"));
 }
@@ -210,7 +210,7 @@ TEST(CheckpointLocation, FilesTheIndexDoesNotNameAreIgnored) {
   dir.write("consolidated.safetensors", safetensors_file(kShard1));
   dir.write_text("consolidated.broken.safetensors", "not even a header");
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   ASSERT_EQ(checkpoint.value().shards().size(), 2u);
   EXPECT_EQ(checkpoint.value().shards()[0].file, kFile1);
 }
@@ -284,7 +284,7 @@ TEST(CheckpointLocation, ChainsOfLinksAreJudgedByWhereTheyEnd) {
   fs::remove(cache.snapshot / kFile1);
   fs::create_symlink("hop.safetensors", cache.snapshot / kFile1);
   auto inside = Checkpoint::open(cache.repo);
-  ASSERT_TRUE(inside) << inside.error().message();
+  ASSERT_TRUE(inside) << inside.error()->message();
   EXPECT_EQ(inside.value().shards()[0].path, real(cache.repo / "blobs/aaa1"));
 
   // A chain through a folder outside that ends on a trusted blob: what is
@@ -293,7 +293,7 @@ TEST(CheckpointLocation, ChainsOfLinksAreJudgedByWhereTheyEnd) {
   fs::remove(cache.snapshot / "hop.safetensors");
   fs::create_symlink(outside.path() / "detour", cache.snapshot / "hop.safetensors");
   auto detour = Checkpoint::open(cache.repo);
-  EXPECT_TRUE(detour) << (detour ? "" : detour.error().cause);
+  EXPECT_TRUE(detour) << (detour ? "" : detour.error()->cause);
 
   // link -> link -> a file outside: refused, naming where it ends.
   const fs::path secret = outside.write("secret.safetensors", safetensors_file(kShard1));

@@ -51,7 +51,7 @@ TEST(Checkpoint, OpensASingleFile) {
   TempDir dir;
   const auto path = dir.write("weights.safetensors", safetensors_file(kShard1));
   auto checkpoint = Checkpoint::open(path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_FALSE(checkpoint.value().sharded());
   ASSERT_EQ(checkpoint.value().shards().size(), 1u);
   EXPECT_EQ(checkpoint.value().shards()[0].file, "weights.safetensors");
@@ -69,7 +69,7 @@ TEST(Checkpoint, FolderPrefersModelSafetensors) {
   dir.write("model.safetensors", safetensors_file(kShard1));
   dir.write("other.safetensors", safetensors_file(kShard2));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_EQ(checkpoint.value().shards()[0].file, "model.safetensors");
 }
 
@@ -78,7 +78,7 @@ TEST(Checkpoint, FolderWithTheOnlySafetensorsFile) {
   dir.write("pytorch_model.safetensors", safetensors_file(kShard2));
   dir.write_text("config.json", "{}");
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_EQ(checkpoint.value().shards()[0].file, "pytorch_model.safetensors");
   EXPECT_TRUE(checkpoint.value().find("head"));
 }
@@ -115,7 +115,7 @@ TEST(ShardedCheckpoint, OpensAndLocatesEveryTensor) {
   TempDir dir;
   write_sharded(dir);
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const Checkpoint &ckpt = checkpoint.value();
   EXPECT_TRUE(ckpt.sharded());
   ASSERT_EQ(ckpt.shards().size(), 2u);
@@ -131,7 +131,7 @@ TEST(ShardedCheckpoint, TotalSizeIsAdvisory) {
   TempDir dir;
   write_sharded(dir, index_json(kMap, "{\"total_size\": 1000}"));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   ASSERT_EQ(checkpoint.value().notes().size(), 1u);
   EXPECT_NE(checkpoint.value().notes()[0].find("total_size 1000 differs from the tensors' 52 bytes"),
             std::string::npos);
@@ -195,7 +195,7 @@ TEST(ShardedCheckpoint, MissingOrBrokenShardIsNamed) {
 
 TEST(ShardIndex, ParsesWeightMapFilesAndTotalSize) {
   auto index = parse_shard_index(index_json(kMap), "index.json");
-  ASSERT_TRUE(index) << index.error().message();
+  ASSERT_TRUE(index) << index.error()->message();
   EXPECT_EQ(index.value().weight_map.size(), 4u);
   EXPECT_EQ(index.value().files,
             (std::vector<std::string>{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
@@ -260,7 +260,7 @@ TEST(ShardedCheckpoint, ShardsInSubfoldersAreFine) {
   dir.write_text("model.safetensors.index.json",
                  index_json({{"embed", "shards/one.safetensors"}, {"layer.0", "shards/one.safetensors"}}));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_EQ(checkpoint.value().find("embed").shard->file, "shards/one.safetensors");
 }
 
@@ -297,7 +297,7 @@ TEST(ShardedCheckpoint, ASymbolicLinkInsideTheFolderIsFine) {
   dir.write_text("model.safetensors.index.json",
                  index_json({{"embed", "one.safetensors"}, {"layer.0", "one.safetensors"}}));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_EQ(checkpoint.value().shards()[0].path, fs::canonical(dir.path() / "blobs/abc123"));
 }
 

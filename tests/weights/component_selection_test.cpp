@@ -28,7 +28,7 @@ ComponentSchema schema_of(const std::vector<std::string> &ids) {
 
 std::vector<std::string> ids_of(const Result<ComponentSchema> &schema) {
   std::vector<std::string> ids;
-  if (!schema) return {"error: " + schema.error().message()};
+  if (!schema) return {"error: " + schema.error()->message()};
   for (const ComponentSpec &c : schema.value().components) ids.push_back(c.id);
   return ids;
 }

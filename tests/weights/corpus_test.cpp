@@ -47,7 +47,7 @@ bool header_reads(const std::string &text) {
   for (int attempt = 0; attempt < 4; ++attempt) {
     auto header = parse_safetensors_header(text, data_size, "seed");
     if (header) return true;
-    const auto &values = header.error().values;
+    const auto &values = header.error()->values;
     if (!values || values->first != data_size || values->second <= data_size) return false;
     data_size = values->second;
   }
@@ -66,14 +66,14 @@ TEST(SeedCorpus, SafetensorsHeaders) {
 TEST(SeedCorpus, ShardIndexes) {
   for (const Seed &seed : seeds("index")) {
     auto index = parse_shard_index(seed.bytes, seed.name);
-    EXPECT_EQ(static_cast<bool>(index), seed.valid()) << seed.name << (index ? "" : ": " + index.error().message());
+    EXPECT_EQ(static_cast<bool>(index), seed.valid()) << seed.name << (index ? "" : ": " + index.error()->message());
   }
 }
 
 TEST(SeedCorpus, ComponentSchemas) {
   for (const Seed &seed : seeds("schema")) {
     auto schema = parse_component_schema(seed.bytes, seed.name);
-    EXPECT_EQ(static_cast<bool>(schema), seed.valid()) << seed.name << (schema ? "" : ": " + schema.error().message());
+    EXPECT_EQ(static_cast<bool>(schema), seed.valid()) << seed.name << (schema ? "" : ": " + schema.error()->message());
   }
 }
 

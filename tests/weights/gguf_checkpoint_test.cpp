@@ -54,7 +54,7 @@ TEST(GgufCheckpoint, OpensAFileByExtensionAndByMagic) {
     const auto path = dir.write(name, w.bytes());
     EXPECT_TRUE(is_gguf_source(path)) << name;
     auto checkpoint = Checkpoint::open(path);
-    ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+    ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
     EXPECT_TRUE(checkpoint.value().is_gguf());
     EXPECT_EQ(checkpoint.value().tensor_names().size(), 3u);
     const TensorRef q = checkpoint.value().find("token_embd.weight");
@@ -83,7 +83,7 @@ TEST(GgufCheckpoint, OpensAFolderHoldingOneGgufFile) {
   dir.write("model-q4.gguf", mixed().bytes());
   EXPECT_TRUE(is_gguf_source(dir.path()));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_TRUE(checkpoint.value().is_gguf());
   dir.write("other.gguf", mixed().bytes());
   EXPECT_TRUE(
@@ -97,14 +97,14 @@ TEST(GgufCheckpoint, AFolderWithSafetensorsStaysSafetensors) {
   dir.write("model.safetensors", safetensors_file({{"w", "F32", {2}}}));
   EXPECT_FALSE(is_gguf_source(dir.path()));
   auto checkpoint = Checkpoint::open(dir.path());
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_FALSE(checkpoint.value().is_gguf());
 }
 
 TEST(GgufCheckpoint, DefaultSchemaMakesDenseAndBlockQuantizedComponents) {
   TempDir dir;
   auto checkpoint = Checkpoint::open(dir.write("m.gguf", mixed().bytes()));
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const ComponentSchema schema = default_schema(checkpoint.value());
   ASSERT_EQ(schema.components.size(), 3u);
   const ComponentSpec *q4 = schema.find("token_embd.weight");
@@ -122,7 +122,7 @@ TEST(GgufCheckpoint, DefaultSchemaMakesDenseAndBlockQuantizedComponents) {
   EXPECT_EQ(norm->dimensions, (std::vector<std::uint64_t>{16}));
 
   auto resolved = resolve_schema(checkpoint.value(), schema);
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   ASSERT_EQ(resolved.value().payloads.size(), 3u);
   for (const ComponentPayload &payload : resolved.value().payloads) {
     EXPECT_EQ(payload.total_bytes(), payload.component().physical_bytes().value()) << payload.component_id();
@@ -136,9 +136,9 @@ TEST(GgufCheckpoint, EveryTypeResolvesWithItsBytes) {
     w.tensor(std::string("t.") + type.name, type.id, {type.values_per_block * 2, 2});
   }
   auto checkpoint = Checkpoint::open(dir.write("all.gguf", w.bytes()));
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   auto resolved = resolve_schema(checkpoint.value(), default_schema(checkpoint.value()));
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   ASSERT_EQ(resolved.value().payloads.size(), w.tensors.size());
   for (std::size_t i = 0; i < w.tensors.size(); ++i) {
     const GgufTestType &type = gguf_test_type(w.tensors[i].type);
@@ -163,16 +163,16 @@ TEST(GgufCheckpoint, EveryTypeResolvesWithItsBytes) {
 TEST(GgufCheckpoint, AUserSchemaNamesABlockQuantizedTensor) {
   TempDir dir;
   auto checkpoint = Checkpoint::open(dir.write("m.gguf", mixed().bytes()));
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   auto schema = parse_component_schema(R"({"schema_version": "1.0.0", "components": [
       {"id": "embed", "role": "packed_values", "sources": ["token_embd.weight"], "dimensions": [3, 2],
        "encoding": {"block_quantized": {"format_id": "gguf.q4_k", "values_per_block": 256, "bytes_per_block": 144}}},
       {"id": "norm", "role": "values", "sources": ["output_norm.weight"], "dimensions": [16],
        "encoding": {"dense": {"element_type": "F32"}}}]})",
                                        "schema.json");
-  ASSERT_TRUE(schema) << schema.error().message();
+  ASSERT_TRUE(schema) << schema.error()->message();
   auto resolved = resolve_schema(checkpoint.value(), schema.value());
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   EXPECT_EQ(resolved.value().payloads[0].total_bytes(), 6u * 144);
   // A wrong block size is caught by the block grid.
   auto wrong = parse_component_schema(R"({"schema_version": "1.0.0", "components": [
@@ -204,7 +204,7 @@ TEST(GgufSplit, LoadsAsOneCheckpointFromTheFirstPartOrTheFolder) {
   write_parts(dir, split_parts(3));
   for (const auto &path : {dir.path() / "model-00001-of-00003.gguf", dir.path()}) {
     auto checkpoint = Checkpoint::open(path);
-    ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+    ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
     EXPECT_EQ(checkpoint.value().shards().size(), 3u);
     EXPECT_EQ(checkpoint.value().tensor_names().size(), 6u);
     EXPECT_EQ(checkpoint.value().find("t5").shard->file, "model-00003-of-00003.gguf");

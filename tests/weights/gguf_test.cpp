@@ -52,7 +52,7 @@ TEST(Gguf, ReadsEveryTypeWithItsSizeOffsetAndShape) {
     w.tensor(std::string("t.") + type.name, type.id, {2 * type.values_per_block, 3});
   }
   auto file = parse(w);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   ASSERT_EQ(file.value().tensors.size(), gguf_test_types().size());
   EXPECT_EQ(file.value().data_offset, w.data_offset());
   EXPECT_EQ(file.value().data_offset % 32, 0u);
@@ -82,7 +82,7 @@ TEST(Gguf, ReadsTypedMetadataAndArrays) {
       .string_array("a.tokens", {"x", "", "yz"});
   w.version = 2;
   auto file = parse(w);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   const GgufFile &f = file.value();
   EXPECT_EQ(f.version, 2u);
   EXPECT_EQ(f.metadata.size(), 7u);
@@ -109,7 +109,7 @@ TEST(Gguf, HonoursACustomAlignment) {
   w.alignment = 64;
   w.u32("general.alignment", 64).tensor("a", 0, {3}).tensor("b", 8, {32});
   auto file = parse(w);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   EXPECT_EQ(file.value().alignment, 64u);
   EXPECT_EQ(file.value().data_offset % 64, 0u);
   EXPECT_EQ(file.value().tensors[1].offset, 64u);
@@ -120,7 +120,7 @@ TEST(Gguf, OpensFromDiskLikeFromMemory) {
   GgufWriter w = two_tensors();
   const auto path = dir.write("m.gguf", w.bytes());
   auto file = open_gguf(path);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   EXPECT_EQ(file.value().file_size, w.bytes().size());
   EXPECT_EQ(file.value().tensors.size(), 2u);
   EXPECT_EQ(file.value().data_offset, w.data_offset());
@@ -352,7 +352,7 @@ TEST(GgufScale, OpensTenThousandTensors) {
   const auto start = std::chrono::steady_clock::now();
   auto file = open_gguf(path);
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   EXPECT_EQ(file.value().tensors.size(), 10000u);
   std::printf("open_gguf: 10000 tensors, %zu-byte header, %.2f ms\n", static_cast<std::size_t>(w.data_offset()),
               std::chrono::duration<double, std::milli>(elapsed).count());
@@ -361,11 +361,11 @@ TEST(GgufScale, OpensTenThousandTensors) {
   // default schema, and every component resolved.
   const auto begin = std::chrono::steady_clock::now();
   auto checkpoint = Checkpoint::open(path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const auto opened = std::chrono::steady_clock::now();
   auto resolved = resolve_schema(checkpoint.value(), default_schema(checkpoint.value()));
   const auto done = std::chrono::steady_clock::now();
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   EXPECT_EQ(resolved.value().payloads.size(), 10000u);
   std::printf("Checkpoint::open: %.2f ms; default schema + resolve: %.2f ms\n",
               std::chrono::duration<double, std::milli>(opened - begin).count(),

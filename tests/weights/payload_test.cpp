@@ -37,7 +37,7 @@ class Payloads : public ::testing::Test {
                     R"({"weight_map": {"gate": "a.safetensors", "norm": "a.safetensors", "up": "b.safetensors",
                         "q4k": "b.safetensors", "wide": "b.safetensors"}})");
     auto opened = Checkpoint::open(dir_.path());
-    ASSERT_TRUE(opened) << opened.error().message();
+    ASSERT_TRUE(opened) << opened.error()->message();
     checkpoint_.emplace(std::move(opened).value());
   }
 
@@ -70,7 +70,7 @@ ComponentSpec q4(std::vector<std::uint64_t> grid) {
 }
 
 ComponentPayload payload_of(const Result<ResolvedComponent> &resolved) {
-  EXPECT_TRUE(resolved) << resolved.error().message();
+  EXPECT_TRUE(resolved) << resolved.error()->message();
   EXPECT_TRUE(resolved.value().payload);
   return *resolved.value().payload;
 }
@@ -170,7 +170,7 @@ TEST_F(Payloads, ARequiredComponentWithMissingSourcesFails) {
 
 TEST_F(Payloads, AnOptionalComponentWithMissingSourcesIsSkipped) {
   auto result = resolve_component(checkpoint(), dense("bias", {"gate", "bias"}, {2, 4, 2}, "F32", false));
-  ASSERT_TRUE(result) << result.error().message();
+  ASSERT_TRUE(result) << result.error()->message();
   EXPECT_FALSE(result.value().payload);
   ASSERT_TRUE(result.value().skipped);
   EXPECT_EQ(result.value().skipped->id, "bias");
@@ -196,7 +196,7 @@ TEST_F(Payloads, ResolveSchemaLoadsRequiredAndReportsSkipped) {
   schema.components = {dense("gate_up", {"gate", "up"}, {2, 4, 2}), dense("x", {"missing"}, {1}, "F32", false),
                        q4({2, 1})};
   auto resolved = resolve_schema(checkpoint(), schema);
-  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(resolved) << resolved.error()->message();
   ASSERT_EQ(resolved.value().payloads.size(), 2u);
   EXPECT_EQ(resolved.value().payloads[0].component_id(), "gate_up");
   EXPECT_EQ(resolved.value().payloads[1].component_id(), "q");
@@ -204,7 +204,7 @@ TEST_F(Payloads, ResolveSchemaLoadsRequiredAndReportsSkipped) {
   EXPECT_EQ(resolved.value().skipped[0].id, "x");
   // The default schema of a checkpoint always resolves.
   auto all = resolve_schema(checkpoint(), default_schema(checkpoint()));
-  ASSERT_TRUE(all) << all.error().message();
+  ASSERT_TRUE(all) << all.error()->message();
   EXPECT_EQ(all.value().payloads.size(), 5u);
 }
 
@@ -227,7 +227,7 @@ class OrderedSegments : public ::testing::Test {
 
 TEST_F(OrderedSegments, AValidPayload) {
   auto payload = make();
-  ASSERT_TRUE(payload) << payload.error().message();
+  ASSERT_TRUE(payload) << payload.error()->message();
   EXPECT_EQ(payload.value().total_bytes(), 16u);
   EXPECT_EQ(payload.value().external_names(), component.sources);
 }
@@ -329,11 +329,11 @@ TEST_F(Payloads, SegmentsRetainTheExactRangesOfTheirFiles) {
   std::map<std::string, std::shared_ptr<const StableHostMemory>> owners;
   for (const Shard &shard : checkpoint().shards()) {
     auto mapped = MappedFile::open(shard.path, shard.safetensors.file_size);
-    ASSERT_TRUE(mapped) << mapped.error().message();
+    ASSERT_TRUE(mapped) << mapped.error()->message();
     owners[shard.file] = mapped.value();
   }
   auto retained = payload.retain_host_memory([&](const Segment &segment) { return owners.at(segment.file()); });
-  ASSERT_TRUE(retained) << retained.error().message();
+  ASSERT_TRUE(retained) << retained.error()->message();
   std::vector<std::weak_ptr<const StableHostMemory>> watch;
   for (const auto &[file, owner] : owners) watch.push_back(owner);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -391,7 +391,7 @@ TEST_F(OrderedSegments, ARetainedRegionMustBeTheValidatedBytes) {
   ASSERT_TRUE(segments[1].set_bytes(region_b.value().bytes()));
   ASSERT_TRUE(segments[1].retain(region_b.value()));
   auto payload = make();
-  ASSERT_TRUE(payload) << payload.error().message();
+  ASSERT_TRUE(payload) << payload.error()->message();
 
   // Another region of equal length and contents, elsewhere: refused.
   auto other = std::make_shared<OwnedBytes>(std::vector<std::byte>(64, std::byte{1}));

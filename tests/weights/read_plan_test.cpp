@@ -37,7 +37,7 @@ ComponentPayload payload(const std::string &id, const std::string &dtype, std::v
   }
   auto made = ComponentPayload::from_ordered_segments(spec, spec.sources, files, dims, spec.physical_element_type(),
                                                       std::move(segments));
-  EXPECT_TRUE(made) << made.error().message();
+  EXPECT_TRUE(made) << made.error()->message();
   return std::move(made).value();
 }
 
@@ -71,7 +71,7 @@ TEST(ReadPlan, RowSplitIsOneContiguousRange) {
   // 5 x 4 F32: rows are 16 bytes; rank 1 of 2 takes rows [3, 5).
   const std::vector<ComponentPayload> p = {payload("w", "F32", {5, 4}, {80})};
   auto plan = plan_reads(p, shard(1, 2, {{"w", 0}}));
-  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_TRUE(plan) << plan.error()->message();
   const ComponentPlan &c = plan.value().components[0];
   EXPECT_EQ(c.begin, 3u);
   EXPECT_EQ(c.count, 2u);
@@ -85,7 +85,7 @@ TEST(ReadPlan, ColumnSplitIsStridedAndCrossesSegments) {
   // rank 2 of 3 takes columns [4, 6): 4 bytes from each row.
   const std::vector<ComponentPayload> p = {payload("w", "F16", {4, 6}, {24, 24})};
   auto plan = plan_reads(p, shard(2, 3, {{"w", 1}}));
-  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_TRUE(plan) << plan.error()->message();
   const ComponentPlan &c = plan.value().components[0];
   EXPECT_EQ(c.dimensions, (std::vector<std::uint64_t>{4, 2}));
   EXPECT_EQ(ranges(c), (std::vector<Range>{{1008, 4, 0}, {1020, 4, 4}, {1032, 4, 8}, {1044, 4, 12}}));
@@ -98,7 +98,7 @@ TEST(ReadPlan, FirstMatchingRuleWinsAndUnmatchedComponentsAreReplicated) {
   const std::vector<ComponentPayload> p = {payload("layer.up", "F32", {4, 4}, {64}),
                                            payload("layer.norm", "F32", {4}, {16})};
   auto plan = plan_reads(p, shard(1, 2, {{"layer.up", 1}, {"*.up", 0}}));
-  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_TRUE(plan) << plan.error()->message();
   EXPECT_EQ(plan.value().components[0].split_dimension, 1);
   EXPECT_EQ(ranges(plan.value().components[0]),
             (std::vector<Range>{{1008, 8, 0}, {1024, 8, 8}, {1040, 8, 16}, {1056, 8, 24}}));
@@ -118,7 +118,7 @@ TEST(ReadPlan, SharesOfAllRanksTileTheComponent) {
     std::vector<int> seen(210, 0);
     for (std::uint32_t rank = 0; rank < 3; ++rank) {
       auto plan = plan_reads(p, shard(rank, 3, {{"w", dim}}));
-      ASSERT_TRUE(plan) << plan.error().message();
+      ASSERT_TRUE(plan) << plan.error()->message();
       for (const PlannedRead &r : plan.value().components[0].reads) {
         for (std::uint64_t b = 0; b < r.length; ++b) ++seen[r.file_offset - 1000 + b];
       }
@@ -132,7 +132,7 @@ TEST(ReadPlan, BlockQuantizedSplitsOnlyOnWholeBlocks) {
   const BlockQuantizedEncoding q4{"quantization.gguf.q4-0", 32, 18};
   const std::vector<ComponentPayload> p = {payload("q", "U8", {4, 6}, {4 * 6 * 18}, q4)};
   auto plan = plan_reads(p, shard(1, 2, {{"q", 1}}));
-  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_TRUE(plan) << plan.error()->message();
   const ComponentPlan &c = plan.value().components[0];
   EXPECT_EQ(c.begin, 96u);  // in values
   EXPECT_EQ(c.dimensions, (std::vector<std::uint64_t>{4, 3}));
@@ -167,7 +167,7 @@ TEST(ReadPlan, SlicedPayloadsCarryThePlannedReads) {
   auto plan = plan_reads(p, shard(0, 2, {{"w", 1}}));
   ASSERT_TRUE(plan);
   auto sliced = sliced_payloads(p, plan.value());
-  ASSERT_TRUE(sliced) << sliced.error().message();
+  ASSERT_TRUE(sliced) << sliced.error()->message();
   const ComponentPayload &s = sliced.value()[0];
   EXPECT_EQ(s.dimensions(), (std::vector<std::uint64_t>{4, 3}));
   EXPECT_EQ(s.total_bytes(), 24u);

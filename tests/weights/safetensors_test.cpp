@@ -34,7 +34,7 @@ TEST(Safetensors, ReadsAValidFile) {
       {"b.weight", "F32", {2, 3}}, {"a.bias", "BF16", {3}}, {"scalar", "I64", {}}, {"empty", "F16", {0, 4}}};
   const auto path = dir.write("model.safetensors", safetensors_file(tensors, {{"format", "pt"}}));
   auto file = open_safetensors(path);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   const SafetensorsFile &st = file.value();
   const std::string header = header_json(tensors, {{"format", "pt"}});
   EXPECT_EQ(st.header_size, header.size());
@@ -56,7 +56,7 @@ TEST(Safetensors, ReadsAValidFile) {
   EXPECT_EQ(st.header.find("missing"), nullptr);
   // The in-memory reader agrees.
   auto in_memory = parse_safetensors(safetensors_file(tensors, {{"format", "pt"}}), "model.safetensors");
-  ASSERT_TRUE(in_memory) << in_memory.error().message();
+  ASSERT_TRUE(in_memory) << in_memory.error()->message();
   EXPECT_EQ(in_memory.value().header.tensors().size(), 4u);
 }
 
@@ -74,7 +74,7 @@ TEST(Safetensors, DtypeTableMatchesDesign) {
     // Every dtype reads in a file: shape [2, 4] is a whole number of bytes for all.
     const std::vector<TensorSpec> tensors = {{"t", name, {2, 4}}};
     auto header = parse(header_json(tensors), 8 * bits / 8);
-    EXPECT_TRUE(header) << name << ": " << header.error().message();
+    EXPECT_TRUE(header) << name << ": " << header.error()->message();
   }
   // safetensors "C64" is 64 bits in all: two F32, rootspan's C32.
   EXPECT_EQ(safetensors_dtype(std::string_view("C64"))->dtype, ROOTSPAN_DTYPE_C32);
@@ -131,7 +131,7 @@ TEST(Safetensors, OpeningCostsTheHeaderNotTheData) {
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(8 + header.size() + big)), 0);
   testing::reset_largest_allocation();
   auto file = open_safetensors(path);
-  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file) << file.error()->message();
   EXPECT_LT(testing::largest_allocation.load(), 1u << 20);
   EXPECT_EQ(file.value().header.find("big")->byte_length(), big);
 }
@@ -153,7 +153,7 @@ TEST(Safetensors, HeaderMustBeUtf8) {
 TEST(Safetensors, HeaderMayHaveLeadingAndTrailingSpaces) {
   const std::string header = "  \n" + header_json({{"w", "F32", {2}}}) + "        ";
   auto result = parse(header, 8);
-  ASSERT_TRUE(result) << result.error().message();
+  ASSERT_TRUE(result) << result.error()->message();
   EXPECT_EQ(result.value().tensors().size(), 1u);
   // As a whole file too (safetensors pads headers with spaces).
   EXPECT_TRUE(parse_safetensors(file_bytes(header, 8), "padded.safetensors"));

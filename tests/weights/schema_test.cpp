@@ -76,7 +76,7 @@ std::string read_text(const std::string &path) {
 
 TEST(ComponentSchema, ParsesAValidSchema) {
   auto schema = parse(base_schema());
-  ASSERT_TRUE(schema) << schema.error().message();
+  ASSERT_TRUE(schema) << schema.error()->message();
   ASSERT_EQ(schema.value().components.size(), 1u);
   const ComponentSpec &c = schema.value().components[0];
   EXPECT_EQ(c.id, "layers.0.mlp.gate_up");
@@ -93,7 +93,7 @@ TEST(ComponentSchema, ParsesAValidSchema) {
 TEST(ComponentSchema, TheExampleInConfigIsValid) {
   const std::string path = std::string(ROOTSPAN_SOURCE_ROOT) + "/config/examples/weight-schema.json";
   auto schema = load_component_schema(path);
-  ASSERT_TRUE(schema) << schema.error().message();
+  ASSERT_TRUE(schema) << schema.error()->message();
   ASSERT_EQ(schema.value().components.size(), 3u);
   const ComponentSpec &q = schema.value().components[2];
   EXPECT_FALSE(q.required);
@@ -261,7 +261,7 @@ TEST(ComponentSchema, DenseEncodingUsesSafetensorsDtypeNames) {
       c["encoding"] = {{"dense", {{"element_type", std::string(entry.name)}}}};
       c["dimensions"] = json::array({2, 4});
     });
-    ASSERT_TRUE(schema) << entry.name << ": " << schema.error().message();
+    ASSERT_TRUE(schema) << entry.name << ": " << schema.error()->message();
     EXPECT_EQ(schema.value().components[0].physical_element_type().dtype, entry.dtype);
   }
   EXPECT_TRUE(FailsWith(with_component([](json &c) {
@@ -373,7 +373,7 @@ TEST(DefaultSchema, OneDenseComponentPerTensor) {
       testing::safetensors_file(
           {{"model.embed_tokens.weight", "BF16", {4, 2}}, {"lm_head.weight", "F32", {2}}, {"empty", "F32", {0}}}));
   auto checkpoint = Checkpoint::open(path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const ComponentSchema schema = default_schema(checkpoint.value());
   EXPECT_EQ(schema.schema_version, "1.0.0");
   ASSERT_EQ(schema.components.size(), 3u);
@@ -395,7 +395,7 @@ TEST(DefaultSchema, NamesThatAreNotValidIdsGetGeneratedOnes) {
                                                                               {"tensor.0", "F32", {1}},
                                                                               {std::string(200, 'n'), "F32", {1}}}));
   auto checkpoint = Checkpoint::open(path);
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   const ComponentSchema schema = default_schema(checkpoint.value());
   ASSERT_EQ(schema.components.size(), 3u);
   std::set<std::string> ids;

@@ -28,7 +28,7 @@ TEST(MappedFile, MapsTheWholeFileReadOnly) {
   TempDir dir;
   const auto path = dir.write_text("data.bin", "hello, mapping");
   auto mapped = MappedFile::open(path);
-  ASSERT_TRUE(mapped) << mapped.error().message();
+  ASSERT_TRUE(mapped) << mapped.error()->message();
   const auto bytes = mapped.value()->stable_bytes();
   ASSERT_EQ(bytes.size(), 14u);
   EXPECT_EQ(std::memcmp(bytes.data(), "hello, mapping", 14), 0);
@@ -41,7 +41,7 @@ TEST(MappedFile, EmptyFileIsNotMapped) {
   TempDir dir;
   const auto path = dir.write_text("empty.bin", "");
   auto mapped = MappedFile::open(path);
-  ASSERT_TRUE(mapped) << mapped.error().message();
+  ASSERT_TRUE(mapped) << mapped.error()->message();
   EXPECT_TRUE(mapped.value()->stable_bytes().empty());
   EXPECT_EQ(mapped.value()->stable_bytes().data(), nullptr);
 }
@@ -65,7 +65,7 @@ TEST(ReadFile, ReadsTheWholeFileIntoItsOwnBuffer) {
   TempDir dir;
   const auto path = dir.write_text("data.bin", "read me whole");
   auto read = ReadFile::open(path);
-  ASSERT_TRUE(read) << read.error().message();
+  ASSERT_TRUE(read) << read.error()->message();
   const auto bytes = read.value()->stable_bytes();
   ASSERT_EQ(bytes.size(), 13u);
   EXPECT_EQ(std::memcmp(bytes.data(), "read me whole", 13), 0);
@@ -91,7 +91,7 @@ TEST(ReadFile, EmptyFileSizeCheckAndErrors) {
 TEST(RetainedRegion, ViewsItsRangeOfTheOwner) {
   auto owner = std::make_shared<OwnedBytes>(bytes_of("0123456789"));
   auto region = RetainedRegion::make(owner, 2, 5);
-  ASSERT_TRUE(region) << region.error().message();
+  ASSERT_TRUE(region) << region.error()->message();
   EXPECT_EQ(region.value().offset(), 2u);
   EXPECT_EQ(region.value().length(), 5u);
   EXPECT_EQ(region.value().bytes().data(), owner->stable_bytes().data() + 2);

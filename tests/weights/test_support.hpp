@@ -170,11 +170,11 @@ template <class T>
 template <class T>
 ::testing::AssertionResult HasValues(const Result<T> &result, std::uint64_t expected, std::uint64_t actual) {
   if (result) return ::testing::AssertionFailure() << "succeeded";
-  const auto &values = result.error().values;
-  if (!values) return ::testing::AssertionFailure() << "no values: " << result.error().message();
+  const auto &values = result.error()->values;
+  if (!values) return ::testing::AssertionFailure() << "no values: " << result.error()->message();
   if (values->first != expected || values->second != actual) {
     return ::testing::AssertionFailure() << "values (" << values->first << ", " << values->second << "), expected ("
-                                         << expected << ", " << actual << "): " << result.error().message();
+                                         << expected << ", " << actual << "): " << result.error()->message();
   }
   return ::testing::AssertionSuccess();
 }

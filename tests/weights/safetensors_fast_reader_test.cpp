@@ -1,0 +1,90 @@
+// The fast safetensors header reader against the strict one: on every valid
+// header both read the same fields; on every header that breaks a rule the
+// fast reader gives up, so that the strict reader is the one that words the
+// error (parse_safetensors_header's errors are tested in safetensors_test).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "weights/safetensors.hpp"
+#include "weights/safetensors_fast_reader.hpp"
+
+namespace rootspan::weights {
+namespace {
+
+void expect_same_fields(const SafetensorsFields &a, const SafetensorsFields &b) {
+  EXPECT_EQ(a.metadata, b.metadata);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  // The strict reader yields tensors in key order, the fast one in file order.
+  auto sorted = [](std::vector<TensorInfo> t) {
+    std::sort(t.begin(), t.end(), [](const TensorInfo &x, const TensorInfo &y) { return x.name < y.name; });
+    return t;
+  };
+  const auto x = sorted(a.tensors), y = sorted(b.tensors);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(x[i].name, y[i].name);
+    EXPECT_EQ(x[i].dtype.name, y[i].dtype.name);
+    EXPECT_EQ(x[i].shape, y[i].shape);
+    EXPECT_EQ(x[i].begin, y[i].begin);
+    EXPECT_EQ(x[i].end, y[i].end);
+  }
+}
+
+TEST(SafetensorsFastReader, ReadsValidHeadersAsTheStrictReaderDoes) {
+  const std::vector<std::string> valid = {
+      R"({})",
+      R"({"__metadata__":{}})",
+      R"( {"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+           "a":{"shape":[],"data_offsets":[8,10],"dtype":"BF16"}} )",
+      R"({"__metadata__":{"format":"pt","x":"\u00e9"},"w":{"data_offsets":[0,0],"dtype":"U8","shape":[0,3]}})",
+      R"({"w":{"dtype":"F64","shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"data_offsets":[0,8]}})",
+  };
+  for (const std::string &header : valid) {
+    SCOPED_TRACE(header);
+    const auto fast = read_safetensors_fields_fast(header);
+    const auto strict = read_safetensors_fields_strictly(header, "t.safetensors");
+    ASSERT_TRUE(strict) << strict.error()->message();
+    ASSERT_TRUE(fast.has_value());
+    expect_same_fields(*fast, strict.value());
+  }
+}
+
+TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
+  const std::string rank65 = [] {
+    std::string shape = "[";
+    for (int i = 0; i < 65; ++i) shape += i == 0 ? "1" : ",1";
+    return shape + "]";
+  }();
+  const std::vector<std::string> broken = {
+      R"([])",                                                     // not an object
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})",  // syntax: unclosed
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      R"({"w":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",  // repeated field
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})",      // unknown field
+      R"({"w":{"dtype":"F32","shape":[1]}})",                                     // missing field
+      R"({"w":{"dtype":"F99","shape":[1],"data_offsets":[0,4]}})",                // unknown dtype
+      R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})",                    // dtype not a string
+      R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",               // negative
+      R"({"w":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",              // not an integer
+      R"({"w":{"dtype":"F32","shape":1,"data_offsets":[0,4]}})",                  // shape not an array
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",              // three offsets
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})",                // end before begin
+      R"({"w":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",              // nested array
+      R"({"w":[]})",                                                              // entry not an object
+      R"({"__metadata__":{"k":1}})",                                              // metadata not string
+      R"({"__metadata__":{"k":"a","k":"b"}})",                                    // metadata duplicate
+      R"({"__metadata__":{},"__metadata__":{}})",                                 // metadata twice
+      R"({"__metadata__":"x"})",                                                  // metadata not object
+      R"({"w":{"dtype":"F32","shape":)" + rank65 + R"(,"data_offsets":[0,4]}})",  // rank over the limit
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} trailing)",       // text after the end
+  };
+  for (const std::string &header : broken) {
+    SCOPED_TRACE(header);
+    EXPECT_FALSE(read_safetensors_fields_fast(header).has_value());
+    EXPECT_FALSE(read_safetensors_fields_strictly(header, "t.safetensors"));
+  }
+}
+
+}  // namespace
+}  // namespace rootspan::weights
