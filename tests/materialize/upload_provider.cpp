@@ -72,6 +72,13 @@ rootspan_status u_allocate(rootspan_provider_instance *instance, const rootspan_
                            rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
   State &s = state();
   Instance *self = as_instance(instance);
+  // Simulated device memory only: a load's request for pinned staging memory
+  // is refused (and not counted as a call), so the loader stages through
+  // ordinary host memory.
+  if (request->memory_kind != ROOTSPAN_MEMORY_DEVICE) {
+    ++s.counters.refused_kind;
+    return say(message, ROOTSPAN_ERR_UNSUPPORTED, "upload: only ROOTSPAN_MEMORY_DEVICE is simulated");
+  }
   const int call = ++s.counters.allocate;
   s.counters.last_memory_kind = request->memory_kind;
   if (s.behaviour.fail_allocate_at != 0 && call == s.behaviour.fail_allocate_at) {
@@ -177,7 +184,10 @@ void upload_reset() {
   State &s = state();
   s.behaviour = UploadBehaviour{};
   UploadCounters &c = s.counters;
-  for (auto *a : {&c.allocate, &c.allocated, &c.release, &c.double_release, &c.copy_from, &c.copy_to}) *a = 0;
+  for (auto *a :
+       {&c.allocate, &c.refused_kind, &c.allocated, &c.release, &c.double_release, &c.copy_from, &c.copy_to}) {
+    *a = 0;
+  }
   c.last_memory_kind = -1;
   std::lock_guard lock(s.mutex);
   s.copies.clear();

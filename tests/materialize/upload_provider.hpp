@@ -34,7 +34,8 @@ struct UploadCopy {
 };
 
 struct UploadCounters {
-  std::atomic<int> allocate{0};        // calls
+  std::atomic<int> allocate{0};        // calls for device memory
+  std::atomic<int> refused_kind{0};    // calls for another memory kind, refused as unsupported
   std::atomic<int> allocated{0};       // successful allocations
   std::atomic<int> release{0};         // release hook calls
   std::atomic<int> double_release{0};  // release of a block not live
