@@ -90,9 +90,12 @@ struct State {
   int copies_issued = 0;
   std::uint64_t bytes_in_flight = 0;      // the bytes those copies move
   std::uint64_t max_bytes_in_flight = 0;  // the most at once since reset()
-  int pinned_allocations = 0;             // successful malloc_pinned calls since reset()
-  int pending_at_free = 0;                // memory freed while a copy was pending: a violation
-  int pending_at_destroy = 0;             // a stream destroyed with pending copies: a violation
+  int pinned_allocations = 0;
+  int event_synchronize_calls = 0;
+  int fail_event_synchronize_at = 0;  // that call (from 1) reports kInvalidValue after waiting; 0: never             //
+                                      // successful malloc_pinned calls since reset()
+  int pending_at_free = 0;            // memory freed while a copy was pending: a violation
+  int pending_at_destroy = 0;         // a stream destroyed with pending copies: a violation
   int invalid_frees = 0;
   Error fail_next_malloc = kSuccess;
   bool fail_register = false;
@@ -353,6 +356,7 @@ struct Runtime {
     for (Stream *s : state().streams) {
       if (s == e->stream) s->run_until(e->target);
     }
+    if (++state().event_synchronize_calls == state().fail_event_synchronize_at) return kInvalidValue;
     return fake_gpu::kSuccess;
   }
   static error_t event_destroy(event_t e) {

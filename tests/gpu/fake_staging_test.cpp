@@ -216,6 +216,22 @@ TEST_F(FakeStagingTest, AFailedAllocationMidLoadWaitsForItsCopiesAndLeavesNothin
   EXPECT_TRUE(fake_gpu::state().allocations.empty());
 }
 
+TEST_F(FakeStagingTest, AFailedWaitForACopyFailsTheLoadNamingTheRuntimeCall) {
+  // The 4th event wait comes at a buffer refill, mid-load: the load must fail
+  // with the runtime's error, still wait for the copies it issued, and leave
+  // nothing behind.
+  fake_gpu::state().fail_event_synchronize_at = 4;
+  ErrorPtr error;
+  ASSERT_EQ(load(options(), &error), ROOTSPAN_ERR_PROVIDER_FAILURE) << describe(error.get());
+  const std::string message = rootspan_error_message(error.get());
+  EXPECT_NE(message.find("fakeEventSynchronize failed"), std::string::npos) << message;
+  EXPECT_NE(message.find("provider 'fake'"), std::string::npos) << message;
+  EXPECT_GE(fake_gpu::state().event_synchronize_calls, 4);
+  EXPECT_EQ(fake_gpu::state().copies_in_flight, 0);
+  EXPECT_EQ(fake_gpu::state().events_live, 0);
+  EXPECT_TRUE(fake_gpu::state().allocations.empty());
+}
+
 TEST_F(FakeStagingTest, AStagingRingOutsideItsBoundsIsRefusedNamingTheField) {
   ErrorPtr error;
   ASSERT_EQ(load(options(65, kBufferBytes), &error), ROOTSPAN_ERR_INVALID_ARGUMENT);
