@@ -179,6 +179,28 @@ TEST_F(MaterializeTest, AProviderWithoutPinnedMemoryStagesThroughOrdinaryHostBuf
   for (const char *id : {"a", "b", "c"}) EXPECT_EQ(read_root(*component(result, id).root), file.tensor(id)) << id;
 }
 
+TEST_F(MaterializeTest, ADeviceSharingMemoryWithTheHostIsReadIntoWithoutStaging) {
+  ASSERT_TRUE(context_->add_provider(shared_upload_entry, "{}", ROOTSPAN_ORIGIN_EMBEDDED));
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {3000}}, {"b", "U8", {77}}}, 19);
+  LoadOptions options = upload_options(4096);
+  options.provider = kSharedUploadProviderName;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  // Device memory was allocated, and its host view written: no ring, no
+  // pinned request, no copy.
+  EXPECT_EQ(upload_counters().last_memory_kind.load(), ROOTSPAN_MEMORY_DEVICE);
+  EXPECT_EQ(upload_counters().allocated.load(), 2);
+  EXPECT_EQ(loaded.value().staging_buffers, 0u);
+  EXPECT_EQ(upload_counters().refused_kind.load(), 0);
+  EXPECT_EQ(upload_counters().copy_from.load(), 0);
+  EXPECT_EQ(upload_counters().maps.load(), 2);
+  for (const char *id : {"a", "b"}) {
+    const LoadedComponent &c = component(loaded.value(), id);
+    EXPECT_TRUE(c.root->host_accessible()) << id;
+    EXPECT_EQ(read_root(*c.root), file.tensor(id)) << id;
+  }
+}
+
 TEST_F(MaterializeTest, AHostLoadUsesNoStagingRing) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {1000}}}, 18);
   LoadOptions options;
