@@ -2,6 +2,7 @@
 // hooks when it has them (device memory), else through a byte mapping.
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "access.hpp"
 #include "mapped_read.hpp"
@@ -10,7 +11,10 @@ namespace rootspan {
 
 namespace {
 
-Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t length, bool to_device) {
+// With `event` set and an event_wait hook present, the provider may return
+// before the copy completes and hand its completion event back in *event.
+Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t length, bool to_device,
+                  rootspan_provider_event **event = nullptr) {
   Root &root = *claim.root;
   const char *operation = to_device ? "copy_from_host" : "copy_to_host";
   const rootspan_provider_table &table = root.provider->table();
@@ -60,10 +64,11 @@ Result<void> copy(Claim &claim, std::uint64_t offset, void *host, std::uint64_t 
   if (claim.children != 0) {
     return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split; copy through its children instead"));
   }
+  rootspan_provider_event **async = event != nullptr && table.event_wait != nullptr ? event : nullptr;
   auto called = root.provider->invoke(operation, [&](rootspan_provider_message *m) {
     return to_device
-               ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length, nullptr, m)
-               : table.copy_to_host(root.provider->instance(), &root.allocation, absolute, host, length, nullptr, m);
+               ? table.copy_from_host(root.provider->instance(), &root.allocation, absolute, host, length, async, m)
+               : table.copy_to_host(root.provider->instance(), &root.allocation, absolute, host, length, async, m);
   });
   if (!called) return fail(called.error());
   return called;
@@ -77,6 +82,22 @@ Result<void> copy_from_host(Claim &claim, std::uint64_t offset, const void *sour
 
 Result<void> copy_to_host(Claim &claim, std::uint64_t offset, void *destination, std::uint64_t length) {
   return copy(claim, offset, destination, length, false);
+}
+
+Result<CopyEvent> copy_from_host_async(Claim &claim, std::uint64_t offset, const void *source, std::uint64_t length) {
+  CopyEvent done{claim.root->provider, nullptr};
+  auto copied = copy(claim, offset, const_cast<void *>(source), length, true, &done.event);
+  if (!copied) return copied.error();  // a failed hook hands back no event
+  return done;
+}
+
+Result<void> copy_wait(CopyEvent &event) {
+  if (event.event == nullptr) return BOOST_OUTCOME_V2_NAMESPACE::success();
+  rootspan_provider_event *waited = std::exchange(event.event, nullptr);
+  const Provider &provider = *event.provider;
+  return provider.invoke("event_wait", [&](rootspan_provider_message *m) {
+    return provider.table().event_wait(provider.instance(), waited, m);
+  });
 }
 
 }  // namespace rootspan

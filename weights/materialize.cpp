@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +13,7 @@
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
 #include "weights/mapped_file.hpp"
+#include "weights/staging_ring.hpp"
 
 namespace rootspan::weights {
 
@@ -99,7 +99,9 @@ class LoadRun {
   }
 
   // Releases every root still held: a load that did not finish leaves none.
+  // Copies still in flight finish first.
   ~LoadRun() {
+    (void)settle();
     for (Root *root : made_) (void)context_.release(root);
   }
 
@@ -137,8 +139,19 @@ class LoadRun {
     return loaded;
   }
 
-  // The roots now belong to the caller.
-  void keep_all() { made_.clear(); }
+  // Proves every upload complete (its copy waited for); then the roots
+  // belong to the caller.
+  Result<void> finish(LoadResult &result) {
+    if (ring_) {
+      result.staging_buffers = ring_->buffer_count();
+      result.staging_buffer_bytes = ring_->buffer_bytes();
+      result.staging_pinned = ring_->pinned();
+      result.staging_note = ring_->fallback_reason();
+    }
+    BOOST_OUTCOME_TRY(settle());
+    made_.clear();
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
 
  private:
   bool host_access(const Root &root) const { return root.host_accessible(); }
@@ -254,36 +267,47 @@ class LoadRun {
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
 
-  // No host access: two staging buffers; while one is uploaded through the
-  // provider's copy hook, the next chunk is read into the other.
+  // No host access: each chunk is read into the staging ring and uploaded
+  // asynchronously; the claim stays held until the load has waited for every
+  // copy (finish() or the destructor).
   Result<void> upload(const ComponentPayload &payload, Root &root) {
     if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(options_.staging_bytes, 4096);
-    const std::vector<Chunk> chunks = chunks_of(payload, chunk_bytes);
-    for (auto &buffer : staging_) buffer.resize(std::min(chunk_bytes, payload.total_bytes()));
-    HeldClaim held;
-    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
-    for (const Chunk &chunk : chunks) {  // open every file before the reader thread runs
-      if (auto opened = file(chunk.segment->path()); !opened) return error_in(*chunk.segment, opened.error());
+    if (!ring_) {
+      auto ring = StagingRing::create(context_, provider_->name(), options_.device,
+                                      std::max<std::size_t>(options_.staging_buffers, 1),
+                                      std::max<std::uint64_t>(options_.staging_bytes, 4096));
+      if (!ring) return ring.error();
+      ring_ = std::move(ring).value();
     }
-
-    auto read = [&](std::size_t i) -> Result<void> {
-      const Chunk &c = chunks[i];
-      auto read = files_.at(c.segment->path())->read_exact({staging_[i % 2].data(), c.length}, c.file_offset);
-      if (!read) return error_in(*c.segment, read.error());
-      return read;
-    };
-    Result<void> pending = read(0);
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (!pending) return pending.error();
-      std::future<Result<void>> next;
-      if (i + 1 < chunks.size()) next = std::async(std::launch::async, read, i + 1);
-      auto copied = copy_from_host(*held.claim, chunks[i].root_offset, staging_[i % 2].data(), chunks[i].length);
-      pending = next.valid() ? next.get() : Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success());
-      if (!copied) return copied.error();
-      BOOST_OUTCOME_TRY(advance(chunks[i].length));
+    Claim *claim = nullptr;
+    ROOTSPAN_ASSIGN_OR_RETURN(claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    uploading_.push_back(claim);
+    for (const Chunk &chunk : chunks_of(payload, ring_->buffer_bytes())) {
+      auto in = file(chunk.segment->path());
+      if (!in) return error_in(*chunk.segment, in.error());
+      std::byte *staged = nullptr;
+      ROOTSPAN_ASSIGN_OR_RETURN(staged, ring_->reserve(chunk.length));
+      auto read = in.value()->read_exact({staged, chunk.length}, chunk.file_offset);
+      if (!read) return error_in(*chunk.segment, read.error());
+      auto copy = copy_from_host_async(*claim, chunk.root_offset, staged, chunk.length);
+      if (!copy) return copy.error();
+      ring_->commit(chunk.length, std::move(copy).value());
+      BOOST_OUTCOME_TRY(advance(chunk.length));
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // Waits for every copy still in flight, then frees the staging ring and
+  // the upload claims: after this, no byte of the load is still moving.
+  Result<void> settle() {
+    Result<void> drained = BOOST_OUTCOME_V2_NAMESPACE::success();
+    if (ring_) {
+      drained = ring_->drain();
+      ring_.reset();
+    }
+    for (Claim *claim : uploading_) (void)claim_release(*claim);
+    uploading_.clear();
+    return drained;
   }
 
   std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
@@ -300,7 +324,8 @@ class LoadRun {
   std::vector<Root *> made_;
   std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
   std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
-  std::vector<std::byte> staging_[2];
+  std::unique_ptr<StagingRing> ring_;  // made by the first upload, once per load
+  std::vector<Claim *> uploading_;     // claims of roots with copies maybe in flight
 };
 
 }  // namespace
@@ -343,7 +368,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made
     result.components.push_back(std::move(loaded).value());
   }
-  run.keep_all();
+  BOOST_OUTCOME_TRY(run.finish(result));
   return result;
 }
 

@@ -3,9 +3,12 @@
 // required alignment becomes a read-only root over its retained file region
 // (zero-copy); otherwise one root is allocated and its segments are read into
 // it in order with pread, straight from the file. A provider without host
-// access gets its segments uploaded through its copy hooks from a pair of
-// staging buffers, the next file read overlapping the current upload. A
-// failed or cancelled load releases every root it made.
+// access gets its segments read into a ring of staging buffers (pinned memory
+// of that provider, allocated once per load; weights/staging_ring.hpp) and
+// uploaded with asynchronous copies, the next file reads overlapping the
+// uploads in flight; the load succeeds only after every copy has completed. A
+// failed or cancelled load waits for its copies, then releases every root it
+// made.
 #pragma once
 
 #include <functional>
@@ -35,7 +38,13 @@ struct LoadOptions {
   std::uint32_t device = 0;
   Strategy strategy = Strategy::kMmap;
   ProgressCallback progress;
-  std::uint64_t staging_bytes = 8ull << 20;  // per staging buffer, for providers without host access
+  // The staging ring, for providers without host access. 4 x 16 MiB: 16 MiB
+  // copies run at a link's full rate (small copies pay a fixed cost each), and
+  // four buffers let one be filled while up to three are being copied, so a
+  // slow read does not stall the copy engine; 64 MiB of pinned memory per
+  // load is cheap beside the weights it uploads.
+  std::size_t staging_buffers = 4;            // at least 1 is used
+  std::uint64_t staging_bytes = 16ull << 20;  // per buffer; at least 4096 is used
 };
 
 // One component as loaded: its root and what an embedder needs to read it
@@ -58,6 +67,11 @@ struct LoadResult {
   std::vector<LoadedComponent> components;
   std::vector<SkippedComponent> skipped;
   std::uint64_t total_bytes = 0;
+  // The staging ring an upload used (staging_buffers 0: none was needed).
+  std::size_t staging_buffers = 0;
+  std::uint64_t staging_buffer_bytes = 0;
+  bool staging_pinned = false;  // false: ordinary host memory; staging_note says why
+  std::string staging_note;
 };
 
 // Loads every payload of `schema` into roots of options.provider. On failure

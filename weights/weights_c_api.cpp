@@ -179,6 +179,25 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.provider = provider.value().provider;
     load.device = o.device;
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
+    // Bounds that keep a wrong value from asking for absurd pinned memory.
+    constexpr std::uint32_t kMaxStagingBuffers = 64;
+    constexpr std::uint64_t kMaxStagingBytes = 1ull << 30;
+    if (o.staging_buffer_count > kMaxStagingBuffers) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.staging_buffer_count is " + std::to_string(o.staging_buffer_count) +
+                                      "; at most " + std::to_string(kMaxStagingBuffers) +
+                                      " staging buffers are allowed",
+                                  kMaxStagingBuffers, o.staging_buffer_count);
+    }
+    if (o.staging_buffer_bytes > kMaxStagingBytes) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.staging_buffer_bytes is " + std::to_string(o.staging_buffer_bytes) +
+                                      "; a staging buffer may hold at most " + std::to_string(kMaxStagingBytes) +
+                                      " bytes (1 GiB)",
+                                  kMaxStagingBytes, o.staging_buffer_bytes);
+    }
+    if (o.staging_buffer_count != 0) load.staging_buffers = o.staging_buffer_count;
+    if (o.staging_buffer_bytes != 0) load.staging_bytes = o.staging_buffer_bytes;
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
         const rootspan_load_progress progress{sizeof(rootspan_load_progress),

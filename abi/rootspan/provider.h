@@ -189,7 +189,11 @@ typedef struct rootspan_provider_table {
 
   /* Optional. Copies between host memory and [offset, offset + length) of an
    * allocation. With event == NULL the copy is complete on return; otherwise
-   * *event receives a completion event to wait on and destroy. */
+   * *event receives a completion event to wait on and destroy, or NULL when
+   * the copy is already complete. The core asks for an event only when
+   * event_wait is present; it then keeps `source` unchanged (and
+   * `destination` allocated) and the allocation alive until event_wait has
+   * returned for that event. A copy that fails hands back no event. */
   rootspan_status (*copy_from_host)(rootspan_provider_instance *instance,
                                     const rootspan_provider_allocation *allocation, uint64_t offset, const void *source,
                                     uint64_t length, rootspan_provider_event **event,
@@ -198,7 +202,8 @@ typedef struct rootspan_provider_table {
                                   uint64_t offset, void *destination, uint64_t length, rootspan_provider_event **event,
                                   rootspan_provider_message *message);
   /* Optional; required when an asynchronous copy can return an event. Waits,
-   * then destroys the event. */
+   * then destroys the event, whatever status it returns; called once per
+   * event. */
   rootspan_status (*event_wait)(rootspan_provider_instance *instance, rootspan_provider_event *event,
                                 rootspan_provider_message *message);
 

@@ -87,8 +87,14 @@ typedef struct rootspan_load_options {
   uint32_t world_size;                    /* ranks in all; 0: no slicing */
   const rootspan_split_rule *split_rules; /* split_rule_count rules; borrowed for the call; NULL/0: replicate all */
   size_t split_rule_count;
+  /* The staging ring of an upload to a provider without host access: buffers
+   * of pinned memory of that provider, allocated once per load, that file
+   * reads fill while earlier ones are copied to the device. 0: the default,
+   * 4 buffers of 16 MiB; a size below 4096 is raised to 4096. */
+  uint64_t staging_buffer_bytes; /* bytes per buffer; 0: 16 MiB */
+  uint32_t staging_buffer_count; /* buffers; 0: 4 */
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD split_rule_count
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD staging_buffer_count
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 

@@ -241,7 +241,7 @@ std::vector<Contract> StructSizeContract::contracts() {
        ROOTSPAN_ERR_UNSUPPORTED},
       {STRUCT(rootspan_load_options, LOAD_OPTIONS),
        {END(rootspan_load_options, progress_context), END(rootspan_load_options, revision),
-        END(rootspan_load_options, split_rule_count)},
+        END(rootspan_load_options, split_rule_count), END(rootspan_load_options, staging_buffer_count)},
        alignof(rootspan_load_options),
        false,
        [](void *p) {

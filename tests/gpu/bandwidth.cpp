@@ -4,7 +4,11 @@
 // the same program, on the same buffers, interleaved rep by rep so that a
 // noisy machine disturbs both alike (bench/). Sources are pinned (a
 // HOST_PINNED root of the provider, mapped) and pageable (ordinary memory,
-// touched before use).
+// touched before use). Then a checkpoint of the same size, in several
+// tensors, is loaded into the device with rootspan_weights_load (its uploads
+// go through the loader's ring of pinned staging buffers, file reads
+// overlapping asynchronous copies), and its GB/s is set against pinned
+// cudaMemcpy (the page cache is warm: a warm-up load is not kept).
 //
 //   gpu_bandwidth [--plugin PATH | --manifest FILE] [--bytes N] [--reps N] [--device N] [--json]
 //
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "rootspan/rootspan.h"
+#include "rootspan/weights.h"
 
 #ifndef GPU_TEST_CUDA_PLUGIN
 #define GPU_TEST_CUDA_PLUGIN ""
@@ -95,6 +100,39 @@ struct TempManifest {
                         << "\", \"abi\": {\"major\": 1, \"minor\": 1}, \"options\": {}}]}\n";
   }
   ~TempManifest() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+// A safetensors checkpoint of `data` split into `tensors` U8 tensors, in a
+// temporary folder removed on exit.
+struct TempCheckpoint {
+  std::filesystem::path dir;
+  bool written = false;
+  TempCheckpoint(const std::vector<unsigned char> &data, int tensors) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rootspan-bandwidth-load-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) return;
+    dir = pattern;
+    std::string header = "{";
+    const std::uint64_t each = data.size() / static_cast<std::uint64_t>(tensors);
+    for (int t = 0; t < tensors; ++t) {
+      const std::uint64_t begin = each * static_cast<std::uint64_t>(t);
+      const std::uint64_t end = t + 1 == tensors ? data.size() : begin + each;
+      header += std::string(t == 0 ? "" : ",") + "\"t" + std::to_string(t) + "\":{\"dtype\":\"U8\",\"shape\":[" +
+                std::to_string(end - begin) + "],\"data_offsets\":[" + std::to_string(begin) + "," +
+                std::to_string(end) + "]}";
+    }
+    header += "}";
+    while (header.size() % 8 != 0) header += ' ';
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    const std::uint64_t length = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((length >> (8 * i)) & 0xFF));
+    out << header;
+    out.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
+    written = static_cast<bool>(out);
+  }
+  ~TempCheckpoint() {
     std::error_code ec;
     if (!dir.empty()) std::filesystem::remove_all(dir, ec);
   }
@@ -278,6 +316,46 @@ int main(int argc, char **argv) {
     }
   }
 
+  // ---- a checkpoint load into the device, against pinned cudaMemcpy -------
+  constexpr int kLoadTensors = 8;
+  TempCheckpoint checkpoint(pageable, kLoadTensors);
+  if (!checkpoint.written) return failed("cannot write the checkpoint to load");
+  Timing load;
+  for (int rep = -1; rep < options.reps; ++rep) {
+    rootspan_load_options o{};
+    o.struct_size = ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE;
+    o.provider = "cuda";
+    o.device = options.device;
+    o.strategy = ROOTSPAN_LOAD_READ;
+    rootspan_weights *weights = nullptr;
+    Timing scratch;
+    const bool loaded = timed(
+        [&] { return rootspan_weights_load(context, checkpoint.dir.c_str(), &o, &weights, &error) == ROOTSPAN_OK; },
+        rep < 0 ? scratch : load);
+    if (!loaded) return failed("loading the checkpoint into device " + std::to_string(options.device), error);
+    if (rep < 0) {  // the warm-up load's first tensor, read back, is the file's
+      rootspan_component_info c{};
+      c.struct_size = sizeof c;
+      rootspan_claim *claim = nullptr;
+      std::vector<unsigned char> back;
+      bool same = rootspan_weights_component(weights, 0, &c) == ROOTSPAN_OK;
+      if (same) {
+        back.resize(c.byte_length);
+        same = rootspan_claim_acquire(c.root, 0, c.byte_length, ROOTSPAN_CLAIM_SHARED, &claim, &error) == ROOTSPAN_OK;
+      }
+      if (same) {
+        same = rootspan_copy_to_host(claim, 0, back.data(), back.size(), &error) == ROOTSPAN_OK &&
+               std::equal(back.begin(), back.end(), pageable.begin());
+        rootspan_claim_release(claim, nullptr);
+      }
+      if (!same) {
+        rootspan_weights_free(weights, nullptr);
+        return failed("the loaded checkpoint's first tensor differs from the file's", error);
+      }
+    }
+    if (rootspan_weights_free(weights, &error) != ROOTSPAN_OK) return failed("freeing the loaded checkpoint", error);
+  }
+
   rootspan_device_access_release(device_claim, &access);
   rootspan_unmap(pinned_mapping);
   rootspan_claim_release(device_claim, nullptr);
@@ -301,7 +379,11 @@ int main(int argc, char **argv) {
           gb_per_s(options.bytes, p.provider.best()), gb_per_s(options.bytes, p.plain.median()),
           gb_per_s(options.bytes, p.provider.median()), p.plain.best() / p.provider.best());
     }
-    std::printf("]}\n");
+    std::printf(
+        "], \"load\": {\"tensors\": %d, \"gb_per_s\": %.3f, \"median_gb_per_s\": %.3f, "
+        "\"ratio_to_pinned_cudamemcpy\": %.4f}}\n",
+        kLoadTensors, gb_per_s(options.bytes, load.best()), gb_per_s(options.bytes, load.median()),
+        paths[0].plain.best() / load.best());
     return 0;
   }
   std::printf("device %u: %s (PCI %s), %.0f MiB per copy, best and median of %d\n", options.device, info.name,
@@ -319,5 +401,10 @@ int main(int argc, char **argv) {
       "%.2fx (cudaMemcpy)\n",
       paths[1].provider.best() / paths[0].provider.best(), paths[1].plain.best() / paths[0].plain.best(),
       paths[3].provider.best() / paths[2].provider.best(), paths[3].plain.best() / paths[2].plain.best());
+  std::printf(
+      "load of a %d-tensor checkpoint (read strategy, warm page cache): %.2f GB/s (median %.2f GB/s), %.3f of pinned "
+      "cudaMemcpy host->device\n",
+      kLoadTensors, gb_per_s(options.bytes, load.best()), gb_per_s(options.bytes, load.median()),
+      paths[0].plain.best() / load.best());
   return 0;
 }

@@ -12,7 +12,9 @@
 //   ones page aligned and never two-page aligned, so larger alignments need
 //   padding;
 // - asynchronous copies are deferred until the stream or an event is
-//   synchronized, and freeing memory or destroying a stream while copies are
+//   synchronized (so a source overwritten before its copy was waited for
+//   lands wrong on the device), the copies in flight are counted (and their
+//   most at once), and freeing memory or destroying a stream while copies are
 //   pending is counted as a violation;
 // - memory marked read-only registers only with the read-only flag.
 // One global state, reset by reset(); the tests using it run on one thread.
@@ -21,10 +23,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -41,17 +45,27 @@ enum Error : int {
   kNoDevice = 100,
 };
 
+// Operations run in issue order; an event waits only for those issued before
+// it was recorded, as a real event does, so later copies stay in flight.
 struct Stream {
   int device = 0;
-  std::vector<std::function<void()>> pending;
-  void run() {
-    for (auto &op : pending) op();
-    pending.clear();
+  std::deque<std::function<void()>> pending;
+  std::uint64_t issued = 0;  // operations ever enqueued
+  std::uint64_t done = 0;    // operations ever run
+  void run_until(std::uint64_t target) {
+    while (done < target && !pending.empty()) {
+      std::function<void()> op = std::move(pending.front());
+      pending.pop_front();
+      op();
+      ++done;
+    }
   }
+  void run() { run_until(issued); }
 };
 
 struct Event {
   Stream *stream = nullptr;
+  std::uint64_t target = 0;  // the stream's operations to run before the event completes
 };
 
 struct Allocation {
@@ -71,8 +85,17 @@ struct State {
   int streams_created = 0;
   int streams_destroyed = 0;
   int events_live = 0;
-  int pending_at_free = 0;     // memory freed while a copy was pending: a violation
-  int pending_at_destroy = 0;  // a stream destroyed with pending copies: a violation
+  int copies_in_flight = 0;      // issued by memcpy_async, not yet run
+  int max_copies_in_flight = 0;  // the most at once since reset()
+  int copies_issued = 0;
+  std::uint64_t bytes_in_flight = 0;      // the bytes those copies move
+  std::uint64_t max_bytes_in_flight = 0;  // the most at once since reset()
+  int pinned_allocations = 0;
+  int event_synchronize_calls = 0;
+  int fail_event_synchronize_at = 0;  // that call (from 1) reports kInvalidValue after waiting; 0: never             //
+                                      // successful malloc_pinned calls since reset()
+  int pending_at_free = 0;            // memory freed while a copy was pending: a violation
+  int pending_at_destroy = 0;         // a stream destroyed with pending copies: a violation
   int invalid_frees = 0;
   Error fail_next_malloc = kSuccess;
   bool fail_register = false;
@@ -240,6 +263,7 @@ struct Runtime {
     if (*p == nullptr) return kMemoryAllocation;
     a.bytes = bytes;
     a.pinned = pinned;
+    if (pinned) ++state().pinned_allocations;
     a.device = current_device;
     state().last_malloc_device = current_device;
     state().allocations[*p] = a;
@@ -304,7 +328,16 @@ struct Runtime {
     return fake_gpu::kSuccess;
   }
   static error_t memcpy_async(void *destination, const void *source, std::size_t bytes, stream_t s) {
-    s->pending.push_back([=] { engine_copy(destination, source, bytes); });
+    s->pending.push_back([=] {
+      engine_copy(destination, source, bytes);
+      --state().copies_in_flight;
+      state().bytes_in_flight -= bytes;
+    });
+    ++s->issued;
+    ++state().copies_issued;
+    state().max_copies_in_flight = std::max(state().max_copies_in_flight, ++state().copies_in_flight);
+    state().bytes_in_flight += bytes;
+    state().max_bytes_in_flight = std::max(state().max_bytes_in_flight, state().bytes_in_flight);
     return fake_gpu::kSuccess;
   }
 
@@ -315,13 +348,15 @@ struct Runtime {
   }
   static error_t event_record(event_t e, stream_t s) {
     e->stream = s;
+    e->target = s->issued;
     return fake_gpu::kSuccess;
   }
   static error_t event_synchronize(event_t e) {
     // The stream may be gone (its provider shut down): nothing is pending then.
     for (Stream *s : state().streams) {
-      if (s == e->stream) s->run();
+      if (s == e->stream) s->run_until(e->target);
     }
+    if (++state().event_synchronize_calls == state().fail_event_synchronize_at) return kInvalidValue;
     return fake_gpu::kSuccess;
   }
   static error_t event_destroy(event_t e) {

@@ -112,8 +112,10 @@ static_assert(offsetof(rootspan_load_options, tensors) > offsetof(rootspan_load_
 static_assert(offsetof(rootspan_load_options, tensor_count) > offsetof(rootspan_load_options, tensors));
 static_assert(offsetof(rootspan_load_options, revision) > offsetof(rootspan_load_options, tensor_count));
 static_assert(offsetof(rootspan_load_options, rank) > offsetof(rootspan_load_options, revision));
-static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
+static_assert(offsetof(rootspan_load_options, staging_buffer_bytes) >
               offsetof(rootspan_load_options, split_rule_count));
+static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
+              offsetof(rootspan_load_options, staging_buffer_count));
 static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
               offsetof(rootspan_inspect_options, revision));
 

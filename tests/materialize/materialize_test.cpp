@@ -155,6 +155,62 @@ TEST_F(MaterializeTest, UploadsThroughCopyHooksInSeveralStagingChunks) {
   EXPECT_EQ(upload_live_blocks(), 0);
 }
 
+TEST_F(MaterializeTest, AProviderWithoutPinnedMemoryStagesThroughOrdinaryHostBuffers) {
+  // The upload provider refuses ROOTSPAN_MEMORY_HOST_PINNED (UNSUPPORTED) and
+  // has no asynchronous copies: the ring falls back to host memory, asks for
+  // pinned memory once per load (not per tensor), and says why.
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {3000}}, {"b", "F32", {3000}}, {"c", "U8", {5}}}, 17);
+  LoadOptions options = upload_options(8192);
+  options.staging_buffers = 2;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  const LoadResult &result = loaded.value();
+  EXPECT_EQ(result.staging_buffers, 2u);
+  EXPECT_EQ(result.staging_buffer_bytes, 8192u);
+  EXPECT_FALSE(result.staging_pinned);
+  EXPECT_NE(result.staging_note.find("only ROOTSPAN_MEMORY_DEVICE is simulated"), std::string::npos)
+      << result.staging_note;
+  EXPECT_EQ(upload_counters().refused_kind.load(), 1);
+  EXPECT_EQ(upload_counters().allocated.load(), 3);  // the three components, nothing else
+  // a and b: 12000 bytes each, in 8192-byte chunks at most; c: one chunk.
+  EXPECT_EQ(upload_copies().size(), 5u);
+  for (const UploadCopy &copy : upload_copies()) EXPECT_LE(copy.length, 8192u);
+  for (const char *id : {"a", "b", "c"}) EXPECT_EQ(read_root(*component(result, id).root), file.tensor(id)) << id;
+}
+
+TEST_F(MaterializeTest, ADeviceSharingMemoryWithTheHostIsReadIntoWithoutStaging) {
+  ASSERT_TRUE(context_->add_provider(shared_upload_entry, "{}", ROOTSPAN_ORIGIN_EMBEDDED));
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {3000}}, {"b", "U8", {77}}}, 19);
+  LoadOptions options = upload_options(4096);
+  options.provider = kSharedUploadProviderName;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  // Device memory was allocated, and its host view written: no ring, no
+  // pinned request, no copy.
+  EXPECT_EQ(upload_counters().last_memory_kind.load(), ROOTSPAN_MEMORY_DEVICE);
+  EXPECT_EQ(upload_counters().allocated.load(), 2);
+  EXPECT_EQ(loaded.value().staging_buffers, 0u);
+  EXPECT_EQ(upload_counters().refused_kind.load(), 0);
+  EXPECT_EQ(upload_counters().copy_from.load(), 0);
+  EXPECT_EQ(upload_counters().maps.load(), 2);
+  for (const char *id : {"a", "b"}) {
+    const LoadedComponent &c = component(loaded.value(), id);
+    EXPECT_TRUE(c.root->host_accessible()) << id;
+    EXPECT_EQ(read_root(*c.root), file.tensor(id)) << id;
+  }
+}
+
+TEST_F(MaterializeTest, AHostLoadUsesNoStagingRing) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {1000}}}, 18);
+  LoadOptions options;
+  options.strategy = rootspan::weights::Strategy::kRead;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  EXPECT_EQ(loaded.value().staging_buffers, 0u);
+  EXPECT_EQ(read_root(*loaded.value().components[0].root), file.tensor("w"));
+}
+
 TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {
   const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"gate", "F32", {30, 50}}}, 1);
   const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"up", "F32", {30, 50}}}, 2);

@@ -10,12 +10,15 @@ namespace mtest {
 namespace {
 
 struct Instance {
+  bool shared = false;  // device memory the host can see (kShared... entry)
   std::vector<std::uint64_t> domains;
   std::atomic<std::uint64_t> next_local{1};
 };
 
 struct Block {
   std::vector<unsigned char> bytes;  // the simulated device memory
+  unsigned char *base = nullptr;     // byte 0 of the allocation, inside bytes
+  std::uint64_t size = 0;            // the allocation's bytes from base
   std::uint64_t local = 0;
 };
 
@@ -50,6 +53,13 @@ rootspan_status u_init(const rootspan_core_services *services, const char *, roo
   return ROOTSPAN_OK;
 }
 
+rootspan_status s_init(const rootspan_core_services *services, const char *options,
+                       rootspan_provider_instance **instance, rootspan_provider_message *message) {
+  const rootspan_status status = u_init(services, options, instance, message);
+  if (status == ROOTSPAN_OK) as_instance(*instance)->shared = true;
+  return status;
+}
+
 void u_shutdown(rootspan_provider_instance *instance) { delete as_instance(instance); }
 
 rootspan_status u_device_count(rootspan_provider_instance *, std::uint32_t *count, rootspan_provider_message *) {
@@ -72,6 +82,13 @@ rootspan_status u_allocate(rootspan_provider_instance *instance, const rootspan_
                            rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
   State &s = state();
   Instance *self = as_instance(instance);
+  // Simulated device memory only: a load's request for pinned staging memory
+  // is refused (and not counted as a call), so the loader stages through
+  // ordinary host memory.
+  if (request->memory_kind != ROOTSPAN_MEMORY_DEVICE) {
+    ++s.counters.refused_kind;
+    return say(message, ROOTSPAN_ERR_UNSUPPORTED, "upload: only ROOTSPAN_MEMORY_DEVICE is simulated");
+  }
   const int call = ++s.counters.allocate;
   s.counters.last_memory_kind = request->memory_kind;
   if (s.behaviour.fail_allocate_at != 0 && call == s.behaviour.fail_allocate_at) {
@@ -79,14 +96,20 @@ rootspan_status u_allocate(rootspan_provider_instance *instance, const rootspan_
   }
   if (request->device >= s.behaviour.device_count) return say(message, ROOTSPAN_ERR_NOT_FOUND, "no such device");
   auto *block = new Block();
-  block->bytes.assign(request->byte_length, 0xEE);  // not zero, so a missed copy shows
+  // Shared memory is seen by the host: its root's bytes start where the
+  // requested alignment holds.
+  const std::uint64_t slack = self->shared ? request->alignment : 0;
+  block->bytes.assign(request->byte_length + slack, 0xEE);  // not zero, so a missed copy shows
+  block->size = request->byte_length;
   block->local = self->next_local.fetch_add(1);
   allocation->key.domain = self->domains.at(request->device);
   allocation->key.local = block->local;
+  const auto address = reinterpret_cast<std::uintptr_t>(block->bytes.data());
+  block->base = block->bytes.data() + (self->shared ? (slack - address % slack) % slack : 0);
   allocation->byte_offset = 0;
   allocation->byte_length = request->byte_length;
   allocation->alignment = request->alignment;
-  allocation->host_base = nullptr;  // no host access
+  allocation->host_base = self->shared ? block->base : nullptr;
   allocation->device = request->device;
   allocation->provider_handle = block;
   {
@@ -122,10 +145,10 @@ rootspan_status u_copy_from(rootspan_provider_instance *, const rootspan_provide
     return say(message, ROOTSPAN_ERR_PROVIDER_FAILURE, "upload: simulated copy failure");
   }
   Block *block = as_block(allocation);
-  if (offset > block->bytes.size() || length > block->bytes.size() - offset) {
+  if (offset > block->size || length > block->size - offset) {
     return say(message, ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "upload: copy outside the allocation");
   }
-  if (length != 0) std::memcpy(block->bytes.data() + offset, source, length);
+  if (length != 0) std::memcpy(block->base + offset, source, length);
   std::lock_guard lock(s.mutex);
   s.copies.push_back({block->local, offset, length});
   return ROOTSPAN_OK;
@@ -137,12 +160,24 @@ rootspan_status u_copy_to(rootspan_provider_instance *, const rootspan_provider_
   ++state().counters.copy_to;
   if (event != nullptr) *event = nullptr;
   Block *block = as_block(allocation);
-  if (offset > block->bytes.size() || length > block->bytes.size() - offset) {
+  if (offset > block->size || length > block->size - offset) {
     return say(message, ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "upload: copy outside the allocation");
   }
-  if (length != 0) std::memcpy(destination, block->bytes.data() + offset, length);
+  if (length != 0) std::memcpy(destination, block->base + offset, length);
   return ROOTSPAN_OK;
 }
+
+rootspan_status s_map(rootspan_provider_instance *, const rootspan_provider_allocation *allocation,
+                      std::uint64_t offset, std::uint64_t length, rootspan_provider_mapping *mapping,
+                      rootspan_provider_message *) {
+  ++state().counters.maps;
+  mapping->data = as_block(allocation)->base + offset;
+  mapping->byte_length = length;
+  mapping->provider_token = nullptr;
+  return ROOTSPAN_OK;
+}
+
+void s_unmap(rootspan_provider_instance *, const rootspan_provider_allocation *, const rootspan_provider_mapping *) {}
 
 const rootspan_provider_table kTable = [] {
   rootspan_provider_table t{};
@@ -163,6 +198,16 @@ const rootspan_provider_table kTable = [] {
   return t;
 }();
 
+const rootspan_provider_table kSharedTable = [] {
+  rootspan_provider_table t = kTable;
+  t.name = kSharedUploadProviderName;
+  t.init = s_init;
+  t.map_read = s_map;
+  t.map_write = s_map;
+  t.unmap = s_unmap;
+  return t;
+}();
+
 }  // namespace
 
 UploadBehaviour &upload_behaviour() { return state().behaviour; }
@@ -177,7 +222,10 @@ void upload_reset() {
   State &s = state();
   s.behaviour = UploadBehaviour{};
   UploadCounters &c = s.counters;
-  for (auto *a : {&c.allocate, &c.allocated, &c.release, &c.double_release, &c.copy_from, &c.copy_to}) *a = 0;
+  for (auto *a :
+       {&c.allocate, &c.refused_kind, &c.maps, &c.allocated, &c.release, &c.double_release, &c.copy_from, &c.copy_to}) {
+    *a = 0;
+  }
   c.last_memory_kind = -1;
   std::lock_guard lock(s.mutex);
   s.copies.clear();
@@ -189,5 +237,6 @@ int upload_live_blocks() {
 }
 
 const rootspan_provider_table *upload_entry(std::uint32_t, std::uint32_t) { return &kTable; }
+const rootspan_provider_table *shared_upload_entry(std::uint32_t, std::uint32_t) { return &kSharedTable; }
 
 }  // namespace mtest

@@ -19,6 +19,7 @@
 namespace mtest {
 
 inline constexpr const char *kUploadProviderName = "upload";
+inline constexpr const char *kSharedUploadProviderName = "shared";
 
 struct UploadBehaviour {
   int fail_allocate_at = 0;   // the n-th allocate call (from 1) fails with OUT_OF_MEMORY; 0: never
@@ -34,7 +35,9 @@ struct UploadCopy {
 };
 
 struct UploadCounters {
-  std::atomic<int> allocate{0};        // calls
+  std::atomic<int> allocate{0};        // calls for device memory
+  std::atomic<int> refused_kind{0};    // calls for another memory kind, refused as unsupported
+  std::atomic<int> maps{0};            // map_read / map_write calls (the shared entry only)
   std::atomic<int> allocated{0};       // successful allocations
   std::atomic<int> release{0};         // release hook calls
   std::atomic<int> double_release{0};  // release of a block not live
@@ -54,5 +57,9 @@ int upload_live_blocks();
 // The entry function (rootspan_provider_entry_fn): name "upload", kind
 // "simulated", one device, copy hooks only.
 const rootspan_provider_table *upload_entry(std::uint32_t core_major, std::uint32_t core_minor);
+// The same simulated device, named "shared", as a device that shares memory
+// with the host: its device memory has a host view (host_base and map hooks),
+// as on an integrated GPU, so a load reads straight into it.
+const rootspan_provider_table *shared_upload_entry(std::uint32_t core_major, std::uint32_t core_minor);
 
 }  // namespace mtest
