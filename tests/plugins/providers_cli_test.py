@@ -73,7 +73,7 @@ def main():
         result = run(exe, "--manifest", good, "--manifest", mixed, "--json")
         check(result.returncode == 0, "exit status 0, got %d: %s" % (result.returncode, result.stderr))
         report = json.loads(result.stdout)
-        check(sorted(report) == ["manifests", "providers"], "top-level keys: %s" % sorted(report))
+        check(sorted(report) == ["format_version", "manifests", "providers"], "top-level keys: %s" % sorted(report))
         check(report["manifests"] == [good, mixed], "manifests in order: %s" % report["manifests"])
         by_name = {p["name"]: p for p in report["providers"]}
         check(sorted(by_name) == ["abi-major", "host", "needs-absent", "simdev"], "providers: %s" % sorted(by_name))
