@@ -9,6 +9,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cli_schemas  # noqa: E402
+
 
 def provider(directory, name):
     return os.path.join(directory, "librootspan-tp-%s.so" % name)
@@ -30,7 +33,11 @@ def write(path, document):
 def run(exe, *args, command="providers"):
     env = dict(os.environ)
     env.pop("ROOTSPAN_MANIFEST", None)
-    return subprocess.run([exe, command, *args], capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run([exe, command, *args], capture_output=True, text=True, env=env, timeout=60)
+    # Every JSON output against its schema (config/schemas/).
+    for problem in cli_schemas.check_output([command, *args], result.returncode, result.stdout, result.stderr):
+        check(False, problem)
+    return result
 
 
 def write_safetensors(path):
