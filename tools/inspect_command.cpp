@@ -24,17 +24,21 @@ struct InspectArgs {
 };
 
 void print_schema(const nlohmann::json &schema) {
-  std::printf("schema %s: %s would load, %zu skipped\n", terminal_safe(schema["path"].get<std::string>()).c_str(),
-              counted(schema["components"].size(), "component").c_str(), schema["skipped"].size());
+  const std::size_t width = output_width();
+  print_wrapped("schema " + terminal_safe(schema["path"].get<std::string>()) + ": " +
+                    counted(schema["components"].size(), "component") + " would load, " +
+                    std::to_string(schema["skipped"].size()) + " skipped",
+                width);
   TextTable table({{"COMPONENT", false, true}, {"ROLE"}, {"SIZE", true}, {"SEGMENTS", true}});
   for (const auto &c : schema["components"]) {
     table.add_row({terminal_safe(c["id"].get<std::string>()), c["role"].get<std::string>(),
                    byte_size(c["bytes"].get<std::uint64_t>()), std::to_string(c["segments"].get<std::uint64_t>())});
   }
-  table.print(stdout, output_width());
+  table.print(stdout, width);
   for (const auto &s : schema["skipped"]) {
-    std::printf("skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
-                terminal_safe(s["reason"].get<std::string>()).c_str());
+    print_wrapped(
+        "skipped " + terminal_safe(s["id"].get<std::string>()) + ": " + terminal_safe(s["reason"].get<std::string>()),
+        width);
   }
 }
 
@@ -69,16 +73,17 @@ int run_inspect(const InspectArgs &inspect, const CommonOptions &options) {
   // Every string below comes from the files: escaped for the terminal.
   const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
   const bool gguf = document["format"] == "gguf";
-  std::printf("%s: %s, %s, %s, valid\n", terminal_safe(inspect.path).c_str(),
-              document["format"].get<std::string>().c_str(), counted(document["shards"].size(), "shard").c_str(),
-              counted(document["tensors"].size(), "tensor").c_str());
-  if (document["folder"] != inspect.path) std::printf("  folder %s\n", shown(document["folder"]).c_str());
-  for (const auto &shard : document["shards"]) {
-    std::printf("  shard %s: %s, header %s\n", shown(shard["file"]).c_str(),
-                byte_size(shard["bytes"].get<std::uint64_t>()).c_str(),
-                byte_size(shard["header_bytes"].get<std::uint64_t>()).c_str());
-  }
   const std::size_t width = output_width();
+  print_wrapped(terminal_safe(inspect.path) + ": " + document["format"].get<std::string>() + ", " +
+                    counted(document["shards"].size(), "shard") + ", " + counted(document["tensors"].size(), "tensor") +
+                    ", valid",
+                width);
+  if (document["folder"] != inspect.path) print_wrapped("  folder " + shown(document["folder"]), width);
+  for (const auto &shard : document["shards"]) {
+    print_wrapped("  shard " + shown(shard["file"]) + ": " + byte_size(shard["bytes"].get<std::uint64_t>()) +
+                      ", header " + byte_size(shard["header_bytes"].get<std::uint64_t>()),
+                  width);
+  }
   for (const auto &[key, value] : document["metadata"].items()) {
     const std::string line = "  metadata " + terminal_safe(key) + " = " + terminal_safe(metadata_text(value));
     std::printf("%s\n", (width == 0 ? line : fit_width(line, width)).c_str());
@@ -94,7 +99,7 @@ int run_inspect(const InspectArgs &inspect, const CommonOptions &options) {
                    std::to_string(t["offset"].get<std::uint64_t>()), byte_size(t["bytes"].get<std::uint64_t>())});
   }
   table.print(stdout, width);
-  for (const auto &note : document["notes"]) std::printf("note: %s\n", shown(note).c_str());
+  for (const auto &note : document["notes"]) print_wrapped("note: " + shown(note), width);
   if (document.contains("schema")) print_schema(document["schema"]);
   return kDone;
 }

@@ -94,8 +94,10 @@ struct WeightsDeleter {
 
 void print_text(const nlohmann::json &document, const LoadArgs &load) {
   const nlohmann::json &components = document["components"];
-  std::printf("loaded %s into provider %s, device %u\n", counted(components.size(), "component").c_str(),
-              terminal_safe(document["provider"].get<std::string>()).c_str(), load.device);
+  const std::size_t width = output_width();
+  print_wrapped("loaded " + counted(components.size(), "component") + " into provider " +
+                    terminal_safe(document["provider"].get<std::string>()) + ", device " + std::to_string(load.device),
+                width);
   std::vector<TextTable::Column> columns = {{"COMPONENT", false, true}, {"DTYPE"},     {"SHAPE"}, {"SIZE", true},
                                             {"SEGMENTS", true},         {"PLACEMENT"}, {"KEY"}};
   if (load.verify) columns.push_back({"SHA-256 (VERIFIED)", false, true});
@@ -115,17 +117,18 @@ void print_text(const nlohmann::json &document, const LoadArgs &load) {
     }
     table.add_row(std::move(row));
   }
-  table.print(stdout, output_width());
+  table.print(stdout, width);
   for (const auto &s : document["skipped"]) {
-    std::printf("skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
-                terminal_safe(s["reason"].get<std::string>()).c_str());
+    print_wrapped(
+        "skipped " + terminal_safe(s["id"].get<std::string>()) + ": " + terminal_safe(s["reason"].get<std::string>()),
+        width);
   }
   const nlohmann::json &phases = document["phases"];
   std::string timing = "open and validate " + duration_text(phases["open_seconds"].get<double>()) + ", place " +
                        duration_text(phases["place_seconds"].get<double>());
   if (!phases["verify_seconds"].is_null())
     timing += ", verify " + duration_text(phases["verify_seconds"].get<double>());
-  std::printf("%s\n", timing.c_str());
+  print_wrapped(timing, width);
   // Mapped bytes cost no copy: a rate over them would mean nothing.
   const auto mapped = document["mapped_bytes"].get<std::uint64_t>();
   const auto copied = document["copied_bytes"].get<std::uint64_t>();
@@ -138,7 +141,7 @@ void print_text(const nlohmann::json &document, const LoadArgs &load) {
       std::snprintf(rate, sizeof rate, " at %.2f GB/s", document["gb_per_s"].get<double>());
     total += byte_size(copied) + " copied" + rate;
   }
-  std::printf("%s\n", total.c_str());
+  print_wrapped(total, width);
   if (document.contains("world_size")) {
     std::printf("rank %u of %u read %s\n", load.slice.rank.value_or(0), load.slice.world_size.value_or(0),
                 byte_size(document["bytes_read"].get<std::uint64_t>()).c_str());

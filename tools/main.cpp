@@ -156,7 +156,8 @@ int main(int argc, char **argv) {
   CLI::App *sub = chosen(rootspan);
   if (sub == help) {
     if (help_topic.empty()) {
-      std::cout << rootspan.help();
+      // The program's own help: App::help() would describe `help` itself.
+      std::cout << rootspan.get_formatter()->make_help(&rootspan, "", CLI::AppFormatMode::Normal);
       return kDone;
     }
     const auto names = subcommand_names(rootspan);

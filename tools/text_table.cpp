@@ -70,6 +70,30 @@ void TextTable::print(std::FILE *out, std::size_t width) const {
   for (const auto &row : rows_) print_line(row, false);
 }
 
+void print_wrapped(const std::string &text, std::size_t width) {
+  if (width == 0 || display_width(text) <= width) {
+    std::printf("%s\n", text.c_str());
+    return;
+  }
+  constexpr const char *kIndent = "  ";
+  std::string line;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t space = text.find(' ', start);
+    if (space == std::string::npos) space = text.size();
+    const std::string word = text.substr(start, space - start);
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && display_width(joined) > width) {
+      std::printf("%s\n", fit_width(line, width).c_str());
+      line = kIndent + word;
+    } else {
+      line = joined;
+    }
+    start = space + 1;
+  }
+  std::printf("%s\n", fit_width(line, width).c_str());
+}
+
 std::size_t output_width() {
   if (isatty(STDOUT_FILENO) != 0) return terminal_columns(STDOUT_FILENO);
   const char *columns = std::getenv("COLUMNS");

@@ -30,6 +30,11 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Prints `text` (terminal_safe) and a newline on stdout, wrapped at spaces to
+// `width` columns (0: no limit), continuation lines indented by two spaces; a
+// word wider than a line is cut.
+void print_wrapped(const std::string &text, std::size_t width);
+
 // The width the program's text on stdout must fit: the terminal's, or
 // $COLUMNS when stdout is no terminal and it is set, else 0 (no limit: a file
 // or pipe gets whole names).
