@@ -100,7 +100,7 @@ void print_text(const nlohmann::json &document, const LoadArgs &load) {
                 width);
   std::vector<TextTable::Column> columns = {{"COMPONENT", false, true}, {"DTYPE"},     {"SHAPE"}, {"SIZE", true},
                                             {"SEGMENTS", true},         {"PLACEMENT"}, {"KEY"}};
-  if (load.verify) columns.push_back({"SHA-256 (VERIFIED)", false, true});
+  if (load.verify) columns.push_back({"SHA-256", false, true});
   TextTable table(columns);
   for (const auto &c : components) {
     std::vector<std::string> row = {terminal_safe(c["id"].get<std::string>()),

@@ -137,7 +137,7 @@ std::size_t display_width(std::string_view text) {
   return width;
 }
 
-std::string fit_width(std::string_view text, std::size_t width) {
+std::string fit_width(std::string_view text, std::size_t width, bool keep_end) {
   if (display_width(text) <= width) return std::string(text);
   if (width == 0) return "";
   // Characters with their combining marks, as (byte offset, length, columns).
@@ -155,7 +155,7 @@ std::string fit_width(std::string_view text, std::size_t width) {
     i += length;
   }
   const std::size_t room = width - 1;  // "…" takes one column
-  std::size_t head_room = (room + 1) / 2, tail_room = room - head_room;
+  std::size_t head_room = keep_end ? (room + 1) / 2 : room, tail_room = room - head_room;
   std::string head, tail;
   std::size_t used = 0, front = 0;
   for (; front < clusters.size() && used + clusters[front].columns <= head_room; ++front) {

@@ -28,9 +28,10 @@ std::string terminal_safe(std::string_view text);
 std::size_t display_width(std::string_view text);
 
 // `text` cut to at most `width` columns: its start and end kept, the middle
-// replaced by "…" (names differ at their ends as often as at their starts).
-// Never splits a character or separates a combining mark from its base.
-std::string fit_width(std::string_view text, std::size_t width);
+// replaced by "…" (names differ at their ends as often as at their starts),
+// or with keep_end false its start kept and "…" at the end. Never splits a
+// character or separates a combining mark from its base.
+std::string fit_width(std::string_view text, std::size_t width, bool keep_end = true);
 
 // The columns of the terminal `fd` is, measured now (TIOCGWINSZ); 0 when it is
 // not a terminal or does not say.

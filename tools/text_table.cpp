@@ -12,7 +12,8 @@ namespace rootspan::cli {
 
 namespace {
 
-constexpr std::size_t kGap = 2;  // columns between two cells
+constexpr std::size_t kGap = 2;         // columns between two cells
+constexpr std::size_t kMinElastic = 6;  // an elastic column keeps at least this much of its names
 
 std::string padded(const std::string &cell, std::size_t width, bool right) {
   const std::size_t w = display_width(cell);
@@ -43,8 +44,7 @@ void TextTable::print(std::FILE *out, std::size_t width) const {
     while (total() > width) {
       std::size_t widest = widths.size();
       for (std::size_t c = 0; c < widths.size(); ++c) {
-        if (columns_[c].elastic && widths[c] > display_width(columns_[c].header) &&
-            (widest == widths.size() || widths[c] > widths[widest])) {
+        if (columns_[c].elastic && widths[c] > kMinElastic && (widest == widths.size() || widths[c] > widths[widest])) {
           widest = c;
         }
       }
@@ -52,22 +52,21 @@ void TextTable::print(std::FILE *out, std::size_t width) const {
       --widths[widest];
     }
   }
-  const auto print_line = [&](const std::vector<std::string> &cells, bool header) {
+  const auto print_line = [&](const std::vector<std::string> &cells) {
     std::string line;
     for (std::size_t c = 0; c < cells.size(); ++c) {
       if (c != 0) line += std::string(kGap, ' ');
       const std::string cell = fit_width(cells[c], widths[c]);
       // The last column is not padded: no trailing blanks.
-      line +=
-          c + 1 == cells.size() && !columns_[c].right ? cell : padded(cell, widths[c], columns_[c].right && !header);
+      line += c + 1 == cells.size() && !columns_[c].right ? cell : padded(cell, widths[c], columns_[c].right);
     }
-    if (width != 0) line = fit_width(line, width);
+    if (width != 0) line = fit_width(line, width, false);
     std::fprintf(out, "%s\n", line.c_str());
   };
   std::vector<std::string> headers;
   for (const auto &column : columns_) headers.push_back(column.header);
-  print_line(headers, false);
-  for (const auto &row : rows_) print_line(row, false);
+  print_line(headers);
+  for (const auto &row : rows_) print_line(row);
 }
 
 void print_wrapped(const std::string &text, std::size_t width) {

@@ -22,7 +22,8 @@ class TextTable {
   void add_row(std::vector<std::string> cells);
 
   // Every line at most `width` columns (0: no limit): the elastic columns
-  // shrink first, down to their header's width; a line still too wide is cut.
+  // shrink first, the widest first, down to six columns; a line still too
+  // wide loses its end.
   void print(std::FILE *out, std::size_t width) const;
 
  private:
