@@ -3,6 +3,7 @@
 // byte ranges it reads from which file and where each lands — made without
 // reading tensor data (docs/cli.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -67,7 +68,11 @@ int run_plan(PlanArgs &args, const CommonOptions &options) {
                    std::to_string(c["reads"].size())});
   }
   table.print(stdout, output_width());
-  std::printf("* matched no --split rule: every rank reads all of it\n");
+  const auto &components = plan["components"];
+  if (std::any_of(components.begin(), components.end(),
+                  [](const nlohmann::json &c) { return c["split_dimension"].get<int>() < 0 && c["rule"].is_null(); })) {
+    std::printf("* matched no --split rule: every rank reads all of it\n");
+  }
   return kDone;
 }
 
