@@ -4,7 +4,8 @@
 Through a pseudo-terminal of 80 and of 200 columns: no line is wider than the
 terminal, tables align by display width (CJK and combining marks in names),
 the progress bar of a 205-tensor load is one line rewritten in place, Ctrl-C
-during a load exits 130 with the bar erased, and --verify fails (exit 3,
+during a load exits 130 with the bar erased, a resize applies to the next
+draw, and --verify fails (exit 3,
 naming the component and both digests) when the file changed under a load.
 Without a terminal: per-subcommand help, `help`, --version, --opt=value,
 `--`, suggestions, global options on either side of the subcommand, and
@@ -220,6 +221,25 @@ def stop_at_first_progress(action):
     return on_output, state
 
 
+def test_resize(tmp):
+    """The window shrinks from 200 to 60 columns during the load: the bar's
+    next draws, and the table after it, fit the new width."""
+    path, _ = big_checkpoint(tmp)
+
+    def shrink(_process, master):
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 60, 0, 0))
+    on_output, state = stop_at_first_progress(shrink)
+    status, out = run_pty(["load", path, "--strategy", "read", "--provider", "host"], 200, on_output)
+    check(state["done"] and status == 0, "resize: the load went on, exit 0, got %d" % status)
+    first_line = screen_lines(out)[0]
+    check(len(first_line) >= 3, "resize: the bar was drawn again after the resize: %r" % first_line)
+    # The first draw is at 200 columns; every later one within 60.
+    for segment in first_line[2:]:
+        check(width(segment) <= 60, "resize: a draw of %d columns after the window shrank to 60: %r" %
+              (width(segment), segment))
+    check_fits("\n".join(out.split("\n")[1:]), 60, "resize: the table")
+
+
 def test_ctrl_c(tmp):
     path, _ = big_checkpoint(tmp)
 
@@ -295,6 +315,13 @@ def test_command_line(tmp, example):
         ids = lambda r: [c["id"] for c in json.loads(r.stdout)["components"]]  # noqa: E731
         check(ids(a) == ids(b) and all(not c["zero_copy"] for c in json.loads(a.stdout)["components"]),
               "--strategy=read and --strategy read load the same, copied")
+    # --verify of one rank's slice: the files' bytes of that slice.
+    r = run("load", example, "--world", "2", "--rank", "1", "--split", "*=0", "--verify", "--json", "--provider", "host")
+    check(r.returncode == 0, "load --verify of a slice: exit 0: %s" % r.stderr)
+    if r.returncode == 0:
+        sliced = json.loads(r.stdout)["components"]
+        check(sliced and all(c["sha256"] == c["source_sha256"] and c["sha256"] for c in sliced),
+              "load --verify of a slice: the digests agree: %s" % sliced)
     a = run("--no-static", "providers", "--json")
     b = run("providers", "--json", "--no-static")
     check(a.returncode == 0 and a.stdout == b.stdout and "\"host\"" not in a.stdout,
@@ -341,6 +368,7 @@ def main():
         test_command_line(tmp, example)
         test_tables(tmp, example)
         test_progress(tmp)
+        test_resize(tmp)
         test_ctrl_c(tmp)
         test_verify_mismatch(tmp)
     print("%d checks, %d failed" % (checks, len(failures)))
