@@ -240,6 +240,10 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
                           : print_program_error(options, kInvalidInput, "Io", "verify", problem);
     }
     for (std::size_t i = 0; i < count; ++i) {
+      if (progress.interrupted()) {
+        return print_program_error(options, kInterrupted, "Cancelled", "verify",
+                                   "--verify: interrupted (Ctrl-C); the components were released");
+      }
       nlohmann::json &c = components[i];
       const std::string id = c["id"].get<std::string>();
       const auto source = sources.by_component.find(id);

@@ -92,7 +92,7 @@ int run_providers(const CommonOptions &options) {
   }
   // Paths, names and reasons come from manifests and plugins: escaped for the terminal.
   const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
-  std::printf("manifests read: %s\n", manifests.empty() ? "none" : "");
+  std::printf("manifests read:%s\n", manifests.empty() ? " none" : "");
   for (const auto &m : manifests) print_wrapped("  " + shown(m), output_width());
   TextTable table({{"PROVIDER"}, {"KIND"}, {"ORIGIN"}, {"STATUS"}, {"ABI"}, {"DEVICES / REASON", false, true}});
   for (const auto &p : providers) {
