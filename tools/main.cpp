@@ -1,6 +1,7 @@
 // The rootspan program (docs/cli.md): the command line, parsed by CLI11, and
 // one subcommand per file. CLI11's generated help is the only usage text.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -81,7 +82,7 @@ std::string usage_message(CLI::App &rootspan, const CLI::ParseError &error) {
   CLI::App *sub = chosen(rootspan);
   if (dynamic_cast<const CLI::RequiredError *>(&error) != nullptr) {
     if (sub == nullptr) return "a command is required: " + CLI::detail::join(subcommand_names(rootspan), ", ");
-    if (std::strstr(error.what(), "PATH") != nullptr) {
+    if (const CLI::Option *path = sub->get_option_no_throw("PATH"); path != nullptr && path->count() == 0) {
       return sub->get_name() + " needs a PATH (a checkpoint file, folder, index file or Hugging Face cache repository)";
     }
   }
@@ -116,6 +117,7 @@ int main(int argc, char **argv) {
   add_common_options(rootspan, common);
 
   std::map<const CLI::App *, Runner> runners;
+  // Each add_*_command adds its subcommand last; `add` finishes it.
   const auto add = [&](Runner runner) {
     CLI::App *sub = rootspan.get_subcommands([](const CLI::App *) { return true; }).back();
     sub->allow_extras();
