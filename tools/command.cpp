@@ -1,5 +1,6 @@
 #include "command.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
@@ -7,37 +8,30 @@
 
 namespace rootspan::cli {
 
-bool take_common_options(std::vector<std::string> &args, CommonOptions &options) {
-  // "--opt=value" is "--opt value" (the value may hold '=' itself).
-  std::vector<std::string> split;
-  for (const std::string &arg : args) {
-    const std::size_t equals = arg.find('=');
-    if (arg.starts_with("--") && equals != std::string::npos) {
-      split.push_back(arg.substr(0, equals));
-      split.push_back(arg.substr(equals + 1));
-    } else {
-      split.push_back(arg);
-    }
-  }
-  args = std::move(split);
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      options.json = true;
-    } else if (args[i] == "--no-static") {
-      options.providers.no_static = true;
-    } else if (args[i] == "--manifest") {
-      if (i + 1 == args.size()) {
-        print_usage_error(options, "--manifest needs a FILE");
-        return false;
-      }
-      options.providers.manifests.push_back(args[++i]);
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
-  args = std::move(rest);
-  return true;
+void add_common_options(CLI::App &app, CommonOptions &options) {
+  constexpr const char *kGroup = "Global options (before or after the subcommand)";
+  app.add_flag_callback(
+         "--json", [&options] { options.json = true; },
+         "write one JSON document on stdout (config/schemas/); errors as JSON on stderr")
+      ->group(kGroup);
+  // Appends: given before and after the subcommand, both lists count.
+  app.add_option_function<std::vector<std::string>>(
+         "--manifest",
+         [&options](const std::vector<std::string> &files) {
+           options.providers.manifests.insert(options.providers.manifests.end(), files.begin(), files.end());
+         },
+         "read this provider manifest (repeatable; replaces discovery)")
+      ->type_name("FILE")
+      ->allow_extra_args(false)
+      ->group(kGroup);
+  app.add_flag_callback(
+         "--no-static", [&options] { options.providers.no_static = true; }, "leave out the compiled-in providers")
+      ->group(kGroup);
+}
+
+CLI::Validator non_empty(const std::string &what) {
+  return CLI::Validator(
+      [what](std::string &value) { return value.empty() ? "needs " + what + ", not ''" : std::string(); }, "");
 }
 
 ExitStatus exit_status_for(rootspan_status code) {
@@ -51,10 +45,22 @@ ExitStatus exit_status_for(rootspan_status code) {
     // The program passes the library only what the user gave: a bad rank, world or split.
     case ROOTSPAN_ERR_INVALID_ARGUMENT:
       return kInvalidInput;
+    // Only the program's progress callback cancels, and only on SIGINT.
+    case ROOTSPAN_ERR_CANCELLED:
+      return kInterrupted;
     default:
       return kFailure;
   }
 }
+
+namespace {
+
+void print_json_error(nlohmann::json body) {
+  const nlohmann::json document = {{"format_version", kJsonFormatVersion}, {"error", std::move(body)}};
+  std::cerr << document.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace
 
 ExitStatus print_error(const CommonOptions &options, const rootspan_error *error) {
   const rootspan_status code = rootspan_error_code(error);
@@ -71,7 +77,7 @@ ExitStatus print_error(const CommonOptions &options, const rootspan_error *error
       body["expected"] = expected;
       body["actual"] = actual;
     }
-    std::cerr << nlohmann::json{{"error", body}}.dump() << '\n';
+    print_json_error(std::move(body));
   } else {
     // Messages quote file names and file contents: escaped for the terminal.
     std::cerr << "rootspan: " << rootspan_status_name(code) << ": " << terminal_safe(rootspan_error_message(error))
@@ -82,12 +88,21 @@ ExitStatus print_error(const CommonOptions &options, const rootspan_error *error
 
 ExitStatus print_usage_error(const CommonOptions &options, const std::string &message) {
   if (options.json) {
-    std::cerr << nlohmann::json{{"error", {{"code", "Usage"}, {"operation", "usage"}, {"message", message}}}}.dump()
-              << '\n';
+    print_json_error({{"code", "Usage"}, {"operation", "usage"}, {"message", message}});
   } else {
-    std::cerr << "rootspan: " << terminal_safe(message) << "\n(see rootspan --help)\n";
+    std::cerr << "rootspan: " << terminal_safe(message) << "\n(see rootspan --help, or rootspan help COMMAND)\n";
   }
   return kUsage;
+}
+
+ExitStatus print_program_error(const CommonOptions &options, ExitStatus status, const std::string &code,
+                               const std::string &operation, const std::string &message) {
+  if (options.json) {
+    print_json_error({{"code", code}, {"operation", operation}, {"message", message}});
+  } else {
+    std::cerr << "rootspan: " << code << ": " << terminal_safe(message) << '\n';
+  }
+  return status;
 }
 
 rootspan_status open_context(const ProviderOptions &options, ContextPtr &context, ErrorPtr &error) {
@@ -109,22 +124,24 @@ rootspan_status open_context(const ProviderOptions &options, ContextPtr &context
 
 // ensure_ascii: every non-ASCII character as \uXXXX, so no C1 or bidirectional
 // control from a file reaches the terminal raw; invalid UTF-8 is replaced.
-void print_json(const nlohmann::json &document) {
+void print_json(nlohmann::json document) {
+  document["format_version"] = kJsonFormatVersion;
   std::cout << document.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
-int run_version(std::vector<std::string> args) {
-  CommonOptions options;
-  if (!take_common_options(args, options)) return kUsage;
-  if (!args.empty()) return print_usage_error(options, "version takes no argument: " + args.front());
-  if (options.json) {
-    print_json({{"version", rootspan_version()},
-                {"provider_abi", {{"major", ROOTSPAN_PROVIDER_ABI_MAJOR}, {"minor", ROOTSPAN_PROVIDER_ABI_MINOR}}}});
-  } else {
-    std::printf("rootspan %s (provider ABI %d.%d)\n", rootspan_version(), ROOTSPAN_PROVIDER_ABI_MAJOR,
-                ROOTSPAN_PROVIDER_ABI_MINOR);
-  }
-  return kDone;
+Runner add_version_command(CLI::App &rootspan, CommonOptions &common) {
+  CLI::App *app = rootspan.add_subcommand("version", "the library and provider ABI versions");
+  add_common_options(*app, common);
+  return [&common] {
+    if (common.json) {
+      print_json({{"version", rootspan_version()},
+                  {"provider_abi", {{"major", ROOTSPAN_PROVIDER_ABI_MAJOR}, {"minor", ROOTSPAN_PROVIDER_ABI_MINOR}}}});
+    } else {
+      std::printf("rootspan %s (provider ABI %d.%d)\n", rootspan_version(), ROOTSPAN_PROVIDER_ABI_MAJOR,
+                  ROOTSPAN_PROVIDER_ABI_MINOR);
+    }
+    return kDone;
+  };
 }
 
 }  // namespace rootspan::cli

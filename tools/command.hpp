@@ -1,10 +1,12 @@
 // What every rootspan subcommand shares (docs/cli.md): the exit statuses, the
-// provider options (--manifest, --no-static), and error output as text or as
-// {"error": {...}} JSON.
+// global options (--json, --manifest, --no-static), error output as text or
+// as {"error": {...}} JSON, and JSON documents with their format version.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,9 +16,18 @@
 #include "rootspan/rootspan.h"
 #include "rootspan/weights.h"
 
+namespace CLI {
+class App;
+class Validator;
+}  // namespace CLI
+
 namespace rootspan::cli {
 
-enum ExitStatus : int { kDone = 0, kUsage = 2, kInvalidInput = 3, kFailure = 4 };
+enum ExitStatus : int { kDone = 0, kUsage = 2, kInvalidInput = 3, kFailure = 4, kInterrupted = 130 };
+
+// The version of every JSON document the program writes (config/schemas/):
+// raised when a field changes meaning or goes away, not when one is added.
+inline constexpr int kJsonFormatVersion = 1;
 
 struct ProviderOptions {
   std::vector<std::string> manifests;  // --manifest FILE (repeatable)
@@ -24,22 +35,33 @@ struct ProviderOptions {
 };
 
 struct CommonOptions {
-  bool json = false;
+  bool json = false;  // --json
   ProviderOptions providers;
 };
 
-// Splits "--opt=value" into "--opt" "value", then consumes --json,
-// --manifest FILE and --no-static from args; leaves the rest.
-// Returns false (after printing why) on a malformed option.
-bool take_common_options(std::vector<std::string> &args, CommonOptions &options);
+// Adds the global options to `app` (the program itself, and each subcommand,
+// so that they are accepted before or after the subcommand and listed in its
+// help); every app writes into the same `options`.
+void add_common_options(CLI::App &app, CommonOptions &options);
+
+// Refuses an empty value: "--revision needs a branch, tag or commit, not ''".
+CLI::Validator non_empty(const std::string &what);
+
+// A subcommand's work, run once the whole command line parsed; returns the
+// exit status.
+using Runner = std::function<int()>;
 
 // An error's exit status: 3 when the input broke a rule or named something
-// that does not exist, 4 otherwise.
+// that does not exist, 130 for a load cancelled by Ctrl-C, 4 otherwise.
 ExitStatus exit_status_for(rootspan_status code);
 
 // Prints an error (text or JSON on stderr) and returns its exit status.
 ExitStatus print_error(const CommonOptions &options, const rootspan_error *error);
 ExitStatus print_usage_error(const CommonOptions &options, const std::string &message);
+// An error the program itself finds (operation, code name, message), e.g. a
+// --verify mismatch; returns `status`.
+ExitStatus print_program_error(const CommonOptions &options, ExitStatus status, const std::string &code,
+                               const std::string &operation, const std::string &message);
 
 struct ContextDeleter {
   void operator()(rootspan_context *context) const { rootspan_context_destroy(context, nullptr); }
@@ -54,32 +76,31 @@ using ErrorPtr = std::unique_ptr<rootspan_error, ErrorDeleter>;
 // discovery; without them the installed manifests are discovered (L3).
 rootspan_status open_context(const ProviderOptions &options, ContextPtr &context, ErrorPtr &error);
 
-// Writes one JSON document on stdout.
-void print_json(const nlohmann::json &document);
+// Writes one JSON document on stdout, with "format_version" added.
+void print_json(nlohmann::json document);
 
 // --rank R, --world W and --split PATTERN=DIM (repeatable), shared by
-// `plan` and `load` (plan_command.cpp).
+// `plan` and `load` (slice_options.cpp).
 struct SliceArgs {
-  bool given = false;        // any of the three
-  bool world_given = false;  // --world itself (0 included, which the library refuses)
-  std::uint32_t rank = 0;
-  std::uint32_t world_size = 0;
-  std::vector<std::pair<std::string, std::int32_t>> rules;
+  std::optional<std::uint32_t> rank;
+  std::optional<std::uint32_t> world_size;                  // 0 included, which the library refuses
+  std::vector<std::string> split_texts;                     // as given
+  std::vector<std::pair<std::string, std::int32_t>> rules;  // parsed by check_slice_args
+  bool given() const { return rank || world_size || !split_texts.empty(); }
 };
-bool is_slice_option(const std::string &option);
-// Takes one of them with its value (nullptr: none followed); returns what is
-// wrong, or "".
-std::string take_slice_option(const std::string &option, const std::string *value, SliceArgs &out);
-// "" when the slicing options go together (--world given when any is).
-std::string check_slice_args(const SliceArgs &slice);
+void add_slice_options(CLI::App &app, SliceArgs &slice);
+// Parses the --split rules; returns what is wrong (a malformed rule, --rank
+// or --split without --world), or "".
+std::string check_slice_args(SliceArgs &slice);
 // Points options at the slicing; `storage` keeps the rules for the call.
 void apply_slice_args(const SliceArgs &slice, std::vector<rootspan_split_rule> &storage,
                       rootspan_load_options &options);
 
-int run_version(std::vector<std::string> args);
-int run_providers(std::vector<std::string> args);
-int run_inspect(std::vector<std::string> args);
-int run_load(std::vector<std::string> args);
-int run_plan(std::vector<std::string> args);
+// Each subcommand adds itself to the program's command line.
+Runner add_version_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_providers_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_inspect_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_load_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_plan_command(CLI::App &rootspan, CommonOptions &common);
 
 }  // namespace rootspan::cli

@@ -2,11 +2,16 @@
 // verdict, and with --schema the verdict on a schema too, loading nothing
 // (docs/cli.md).
 #include <cstdio>
+#include <memory>
 #include <optional>
 
+#include <CLI/CLI.hpp>
+
+#include "byte_size.hpp"
 #include "command.hpp"
 #include "rootspan/weights.h"
 #include "terminal_text.hpp"
+#include "text_table.hpp"
 
 namespace rootspan::cli {
 
@@ -18,44 +23,22 @@ struct InspectArgs {
   std::optional<std::string> revision;  // --revision REV (a Hugging Face cache repository)
 };
 
-// Returns an empty string when the arguments are good, else what is wrong.
-std::string parse(const std::vector<std::string> &args, InspectArgs &out) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    if (a == "--schema" || a == "--revision") {
-      if (i + 1 == args.size()) return a + " needs a value";
-      const std::string &v = args[++i];
-      if (a == "--schema") out.schema = v;
-      if (a == "--revision") {
-        if (v.empty()) return "--revision needs a branch, tag or commit, not ''";
-        out.revision = v;
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      return "unknown option " + a;
-    } else if (out.path.empty()) {
-      out.path = a;
-    } else {
-      return "inspect takes one PATH; also got '" + a + "'";
-    }
-  }
-  return out.path.empty() ? "inspect needs a PATH (a checkpoint file, folder, index file or Hugging Face cache "
-                            "repository)"
-                          : "";
-}
-
 void print_schema(const nlohmann::json &schema) {
-  std::printf("schema %s: %zu component(s) would load, %zu skipped\n",
-              terminal_safe(schema["path"].get<std::string>()).c_str(), schema["components"].size(),
-              schema["skipped"].size());
-  std::printf("  %-40s %-14s %12s %8s\n", "COMPONENT", "ROLE", "BYTES", "SEGMENTS");
+  const std::size_t width = output_width();
+  print_wrapped("schema " + terminal_safe(schema["path"].get<std::string>()) + ": " +
+                    counted(schema["components"].size(), "component") + " would load, " +
+                    std::to_string(schema["skipped"].size()) + " skipped",
+                width);
+  TextTable table({{"COMPONENT", false, true}, {"ROLE"}, {"SIZE", true}, {"SEGMENTS", true}});
   for (const auto &c : schema["components"]) {
-    std::printf("  %-40s %-14s %12llu %8llu\n", terminal_safe(c["id"].get<std::string>()).c_str(),
-                c["role"].get<std::string>().c_str(), static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
-                static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()));
+    table.add_row({terminal_safe(c["id"].get<std::string>()), c["role"].get<std::string>(),
+                   byte_size(c["bytes"].get<std::uint64_t>()), std::to_string(c["segments"].get<std::uint64_t>())});
   }
+  table.print(stdout, width);
   for (const auto &s : schema["skipped"]) {
-    std::printf("  skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
-                terminal_safe(s["reason"].get<std::string>()).c_str());
+    print_wrapped(
+        "skipped " + terminal_safe(s["id"].get<std::string>()) + ": " + terminal_safe(s["reason"].get<std::string>()),
+        width);
   }
 }
 
@@ -70,15 +53,7 @@ std::string metadata_text(const nlohmann::json &value) {
   return value["type"].get<std::string>() + " " + value["value"].dump();
 }
 
-}  // namespace
-
-int run_inspect(std::vector<std::string> args) {
-  CommonOptions options;
-  if (!take_common_options(args, options)) return kUsage;
-  InspectArgs inspect;
-  if (const std::string problem = parse(args, inspect); !problem.empty()) {
-    return print_usage_error(options, problem);
-  }
+int run_inspect(const InspectArgs &inspect, const CommonOptions &options) {
   rootspan_inspect_options opts{};
   opts.struct_size = sizeof opts;
   opts.schema_path = inspect.schema ? inspect.schema->c_str() : nullptr;
@@ -98,28 +73,54 @@ int run_inspect(std::vector<std::string> args) {
   // Every string below comes from the files: escaped for the terminal.
   const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
   const bool gguf = document["format"] == "gguf";
-  std::printf("%s: %s, %zu shard(s), %zu tensors, valid\n", terminal_safe(inspect.path).c_str(),
-              document["format"].get<std::string>().c_str(), document["shards"].size(), document["tensors"].size());
-  if (document["folder"] != inspect.path) std::printf("  folder %s\n", shown(document["folder"]).c_str());
+  const std::size_t width = output_width();
+  print_wrapped(terminal_safe(inspect.path) + ": " + document["format"].get<std::string>() + ", " +
+                    counted(document["shards"].size(), "shard") + ", " + counted(document["tensors"].size(), "tensor") +
+                    ", valid",
+                width);
+  if (document["folder"] != inspect.path) print_wrapped("  folder " + shown(document["folder"]), width);
   for (const auto &shard : document["shards"]) {
-    std::printf("  shard %s: %llu bytes, header %llu bytes\n", shown(shard["file"]).c_str(),
-                static_cast<unsigned long long>(shard["bytes"].get<std::uint64_t>()),
-                static_cast<unsigned long long>(shard["header_bytes"].get<std::uint64_t>()));
+    print_wrapped("  shard " + shown(shard["file"]) + ": " + byte_size(shard["bytes"].get<std::uint64_t>()) +
+                      ", header " + byte_size(shard["header_bytes"].get<std::uint64_t>()),
+                  width);
   }
   for (const auto &[key, value] : document["metadata"].items()) {
-    std::printf("  metadata %s = %s\n", terminal_safe(key).c_str(), terminal_safe(metadata_text(value)).c_str());
+    const std::string line = "  metadata " + terminal_safe(key) + " = " + terminal_safe(metadata_text(value));
+    std::printf("%s\n", (width == 0 ? line : fit_width(line, width)).c_str());
   }
-  std::printf("%-48s %-8s %-16s %-36s %12s %12s\n", "TENSOR", gguf ? "TYPE" : "DTYPE", "SHAPE", "FILE", "OFFSET",
-              "BYTES");
+  TextTable table({{"TENSOR", false, true},
+                   {gguf ? "TYPE" : "DTYPE"},
+                   {"SHAPE"},
+                   {"FILE", false, true},
+                   {"OFFSET", true},
+                   {"SIZE", true}});
   for (const auto &t : document["tensors"]) {
-    std::printf("%-48s %-8s %-16s %-36s %12llu %12llu\n", shown(t["name"]).c_str(),
-                shown(t[gguf ? "type" : "dtype"]).c_str(), t["shape"].dump().c_str(), shown(t["file"]).c_str(),
-                static_cast<unsigned long long>(t["offset"].get<std::uint64_t>()),
-                static_cast<unsigned long long>(t["bytes"].get<std::uint64_t>()));
+    table.add_row({shown(t["name"]), shown(t[gguf ? "type" : "dtype"]), t["shape"].dump(), shown(t["file"]),
+                   std::to_string(t["offset"].get<std::uint64_t>()), byte_size(t["bytes"].get<std::uint64_t>())});
   }
-  for (const auto &note : document["notes"]) std::printf("note: %s\n", shown(note).c_str());
+  table.print(stdout, width);
+  for (const auto &note : document["notes"]) print_wrapped("note: " + shown(note), width);
   if (document.contains("schema")) print_schema(document["schema"]);
   return kDone;
+}
+
+}  // namespace
+
+Runner add_inspect_command(CLI::App &rootspan, CommonOptions &common) {
+  CLI::App *app = rootspan.add_subcommand(
+      "inspect", "validate a checkpoint and show its shards, metadata and tensors, reading only headers");
+  auto args = std::make_shared<InspectArgs>();
+  app->add_option("PATH", args->path,
+                  "a checkpoint: .safetensors or .gguf file, folder, index file, or Hugging Face cache repository")
+      ->required();
+  app->add_option("--schema", args->schema, "also resolve this weight schema against the checkpoint")
+      ->type_name("FILE");
+  app->add_option("--revision", args->revision,
+                  "the ref or snapshot of a Hugging Face cache repository (default refs/main)")
+      ->type_name("REV")
+      ->check(non_empty("a branch, tag or commit"));
+  add_common_options(*app, common);
+  return [args, &common] { return run_inspect(*args, common); };
 }
 
 }  // namespace rootspan::cli

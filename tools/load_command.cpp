@@ -1,13 +1,21 @@
 // `rootspan load PATH`: every component into one provider, with a progress bar
-// on a terminal and a table (or JSON) of what landed where (docs/cli.md).
+// on a terminal, Ctrl-C cancelling, and a table (or JSON) of what landed
+// where, the time of each phase, and with --verify the digests of provider
+// memory against the files (docs/cli.md).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
+#include "byte_size.hpp"
 #include "command.hpp"
+#include "load_progress.hpp"
 #include "rootspan/weights.h"
+#include "source_digest.hpp"
 #include "terminal_text.hpp"
+#include "text_table.hpp"
 
 namespace rootspan::cli {
 
@@ -25,55 +33,22 @@ struct LoadArgs {
   SliceArgs slice;                   // --rank, --world, --split: one rank's slice
 };
 
-// Returns an empty string when the arguments are good, else what is wrong.
-std::string parse(std::vector<std::string> args, LoadArgs &out) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    auto value = [&]() -> const std::string * { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (a == "--verify") {
-      out.verify = true;
-    } else if (is_slice_option(a)) {
-      if (std::string problem = take_slice_option(a, value(), out.slice); !problem.empty()) return problem;
-    } else if (a == "--schema" || a == "--provider" || a == "--device" || a == "--strategy" || a == "--tensors" ||
-               a == "--revision") {
-      const std::string *v = value();
-      if (v == nullptr) return a + " needs a value";
-      if (a == "--schema") out.schema = *v;
-      if (a == "--tensors") out.tensors.push_back(*v);
-      if (a == "--revision") {
-        if (v->empty()) return "--revision needs a branch, tag or commit, not ''";
-        out.revision = *v;
-      }
-      if (a == "--provider") out.provider = *v;
-      if (a == "--device") {
-        if (v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 9) {
-          return "--device needs a device ordinal, not '" + *v + "'";
-        }
-        out.device = static_cast<std::uint32_t>(std::stoul(*v));
-      }
-      if (a == "--strategy") {
-        if (*v != "mmap" && *v != "read") return "--strategy is mmap or read, not '" + *v + "'";
-        out.strategy = *v == "read" ? ROOTSPAN_LOAD_READ : ROOTSPAN_LOAD_MMAP;
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      return "unknown option " + a;
-    } else if (out.path.empty()) {
-      out.path = a;
-    } else {
-      return "load takes one PATH; also got '" + a + "'";
-    }
-  }
-  if (out.path.empty()) return "load needs a PATH (a checkpoint file or folder)";
-  return check_slice_args(out.slice);
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
 }
 
-int draw_progress(void *, const rootspan_load_progress *p) {
-  const double fraction = p->bytes_total == 0 ? 1.0 : static_cast<double>(p->bytes_done) / p->bytes_total;
-  const int filled = static_cast<int>(fraction * 30);
-  std::fprintf(stderr, "\r[%-30.*s] %3d%%  %llu/%llu  %-40.40s", filled, "##############################",
-               static_cast<int>(fraction * 100), static_cast<unsigned long long>(p->component_index + 1),
-               static_cast<unsigned long long>(p->component_count), p->component);
-  return 0;
+// "0.41 ms", "12.3 ms", "1.52 s".
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 1.0) {
+    const double ms = seconds * 1e3;
+    std::snprintf(text, sizeof text, "%.*f ms", ms < 10 ? 2 : ms < 100 ? 1 : 0, ms);
+  } else {
+    std::snprintf(text, sizeof text, "%.2f s", seconds);
+  }
+  return text;
 }
 
 // The encoding as a component schema writes it.
@@ -95,13 +70,86 @@ std::string shape_text(const nlohmann::json &shape) {
   return text + "]";
 }
 
-}  // namespace
+nlohmann::json component_json(const rootspan_component_info &info) {
+  rootspan_root_info root{};
+  root.struct_size = sizeof root;
+  rootspan_root_get_info(info.root, &root);
+  return {{"id", info.id},
+          {"bytes", info.byte_length},
+          {"segments", info.segments},
+          {"zero_copy", info.zero_copy != 0},
+          {"key", {{"domain", root.key.domain}, {"local", root.key.local}}},
+          {"sha256", nullptr},
+          {"source_sha256", nullptr},
+          {"read_only", info.read_only != 0},
+          {"role", rootspan_role_name(info.role)},
+          {"dtype", rootspan_dtype_name(info.dtype)},
+          {"shape", std::vector<std::uint64_t>(info.shape, info.shape + info.rank)},
+          {"encoding", encoding_json(info)}};
+}
 
-int run_load(std::vector<std::string> args) {
-  CommonOptions options;
-  if (!take_common_options(args, options)) return kUsage;
-  LoadArgs load;
-  if (const std::string problem = parse(args, load); !problem.empty()) return print_usage_error(options, problem);
+struct WeightsDeleter {
+  void operator()(rootspan_weights *weights) const { rootspan_weights_free(weights, nullptr); }
+};
+
+void print_text(const nlohmann::json &document, const LoadArgs &load) {
+  const nlohmann::json &components = document["components"];
+  const std::size_t width = output_width();
+  print_wrapped("loaded " + counted(components.size(), "component") + " into provider " +
+                    terminal_safe(document["provider"].get<std::string>()) + ", device " + std::to_string(load.device),
+                width);
+  std::vector<TextTable::Column> columns = {{"COMPONENT", false, true}, {"DTYPE"},     {"SHAPE"}, {"SIZE", true},
+                                            {"SEGMENTS", true},         {"PLACEMENT"}, {"KEY"}};
+  if (load.verify) columns.push_back({"SHA-256", false, true});
+  TextTable table(columns);
+  for (const auto &c : components) {
+    std::vector<std::string> row = {terminal_safe(c["id"].get<std::string>()),
+                                    c["dtype"].get<std::string>(),
+                                    shape_text(c["shape"]),
+                                    byte_size(c["bytes"].get<std::uint64_t>()),
+                                    std::to_string(c["segments"].get<std::uint64_t>()),
+                                    c["zero_copy"].get<bool>() ? "zero-copy" : "copied",
+                                    "(" + std::to_string(c["key"]["domain"].get<std::uint64_t>()) + "," +
+                                        std::to_string(c["key"]["local"].get<std::uint64_t>()) + ")"};
+    if (load.verify) {
+      const bool match = !c["sha256"].is_null() && c["sha256"] == c["source_sha256"];
+      row.push_back(c["sha256"].is_null() ? "unreadable" : c["sha256"].get<std::string>() + (match ? "" : " MISMATCH"));
+    }
+    table.add_row(std::move(row));
+  }
+  table.print(stdout, width);
+  for (const auto &s : document["skipped"]) {
+    print_wrapped(
+        "skipped " + terminal_safe(s["id"].get<std::string>()) + ": " + terminal_safe(s["reason"].get<std::string>()),
+        width);
+  }
+  const nlohmann::json &phases = document["phases"];
+  std::string timing = "open and validate " + duration_text(phases["open_seconds"].get<double>()) + ", place " +
+                       duration_text(phases["place_seconds"].get<double>());
+  if (!phases["verify_seconds"].is_null())
+    timing += ", verify " + duration_text(phases["verify_seconds"].get<double>());
+  print_wrapped(timing, width);
+  // Mapped bytes cost no copy: a rate over them would mean nothing.
+  const auto mapped = document["mapped_bytes"].get<std::uint64_t>();
+  const auto copied = document["copied_bytes"].get<std::uint64_t>();
+  std::string total = "total " + byte_size(document["total_bytes"].get<std::uint64_t>()) + ": ";
+  if (mapped != 0) total += byte_size(mapped) + " mapped zero-copy";
+  if (mapped != 0 && copied != 0) total += ", ";
+  if (copied != 0 || mapped == 0) {
+    char rate[32] = "";
+    if (!document["gb_per_s"].is_null())
+      std::snprintf(rate, sizeof rate, " at %.2f GB/s", document["gb_per_s"].get<double>());
+    total += byte_size(copied) + " copied" + rate;
+  }
+  print_wrapped(total, width);
+  if (document.contains("world_size")) {
+    std::printf("rank %u of %u read %s\n", load.slice.rank.value_or(0), load.slice.world_size.value_or(0),
+                byte_size(document["bytes_read"].get<std::uint64_t>()).c_str());
+  }
+}
+
+int run_load(LoadArgs &load, const CommonOptions &options) {
+  if (std::string problem = check_slice_args(load.slice); !problem.empty()) return print_usage_error(options, problem);
 
   ContextPtr context;
   ErrorPtr error;
@@ -137,10 +185,8 @@ int run_load(std::vector<std::string> args) {
   opts.revision = load.revision.empty() ? nullptr : load.revision.c_str();
   std::vector<rootspan_split_rule> split_rules;
   apply_slice_args(load.slice, split_rules, opts);
-  const bool bar = !options.json && isatty(STDERR_FILENO) != 0;
-  if (bar) opts.progress = draw_progress;
 
-  if (load.slice.world_given && load.slice.world_size == 0) {
+  if (load.slice.world_size && *load.slice.world_size == 0) {
     // The library reads world size 0 as "no slicing"; asked for on the
     // command line it is a mistake, refused as the read plan refuses it.
     char *unused = nullptr;
@@ -152,107 +198,167 @@ int run_load(std::vector<std::string> args) {
     rootspan_string_free(unused);
   }
 
-  const auto start = std::chrono::steady_clock::now();
+  // The callback is there even without a bar: Ctrl-C cancels through it.
+  LoadProgress progress(!options.json && isatty(STDERR_FILENO) != 0);
+  progress.attach(opts);
+  const Clock::time_point start = Clock::now();
   rootspan_weights *raw = nullptr;
   rootspan_error *raw_error = nullptr;
   const rootspan_status status = rootspan_weights_load(context.get(), load.path.c_str(), &opts, &raw, &raw_error);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (bar) std::fputc('\n', stderr);
+  const Clock::time_point placed = Clock::now();
+  progress.finish();
   if (status != ROOTSPAN_OK) {
     error.reset(raw_error);
     return print_error(options, error.get());
   }
+  const std::unique_ptr<rootspan_weights, WeightsDeleter> weights(raw);
 
   nlohmann::json components = nlohmann::json::array();
-  std::uint64_t total = 0;
+  std::uint64_t total = 0, mapped = 0;
   std::size_t count = 0;
-  rootspan_weights_component_count(raw, &count);
-  int exit_status = kDone;
+  rootspan_weights_component_count(weights.get(), &count);
   for (std::size_t i = 0; i < count; ++i) {
     rootspan_component_info info{};
     info.struct_size = sizeof info;
-    rootspan_weights_component(raw, i, &info);
-    rootspan_root_info root{};
-    root.struct_size = sizeof root;
-    rootspan_root_get_info(info.root, &root);
+    rootspan_weights_component(weights.get(), i, &info);
     total += info.byte_length;
-    nlohmann::json c = {{"id", info.id},
-                        {"bytes", info.byte_length},
-                        {"segments", info.segments},
-                        {"zero_copy", info.zero_copy != 0},
-                        {"key", {{"domain", root.key.domain}, {"local", root.key.local}}},
-                        {"sha256", nullptr},
-                        {"read_only", info.read_only != 0},
-                        {"role", rootspan_role_name(info.role)},
-                        {"dtype", rootspan_dtype_name(info.dtype)},
-                        {"shape", std::vector<std::uint64_t>(info.shape, info.shape + info.rank)},
-                        {"encoding", encoding_json(info)}};
-    if (load.verify) {
+    if (info.zero_copy != 0) mapped += info.byte_length;
+    components.push_back(component_json(info));
+  }
+
+  // --verify: provider memory read back through the provider, against the
+  // files read here, on descriptors of the program's own.
+  int exit_status = kDone;
+  std::string mismatches;
+  std::optional<double> verify_seconds;
+  if (load.verify) {
+    SourceDigests sources;
+    std::string problem;
+    ErrorPtr source_error;
+    if (!digest_sources(load.path, opts, sources, source_error, problem)) {
+      return source_error ? print_error(options, source_error.get())
+                          : print_program_error(options, kInvalidInput, "Io", "verify", problem);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (progress.interrupted()) {
+        return print_program_error(options, kInterrupted, "Cancelled", "verify",
+                                   "--verify: interrupted (Ctrl-C); the components were released");
+      }
+      nlohmann::json &c = components[i];
+      const std::string id = c["id"].get<std::string>();
+      const auto source = sources.by_component.find(id);
+      if (source != sources.by_component.end()) c["source_sha256"] = source->second;
       char hex[65];
       rootspan_error *verify_error = nullptr;
-      if (rootspan_weights_component_sha256(raw, i, hex, &verify_error) == ROOTSPAN_OK) {
-        c["sha256"] = hex;
-      } else {
-        ErrorPtr e(verify_error);
+      if (rootspan_weights_component_sha256(weights.get(), i, hex, &verify_error) != ROOTSPAN_OK) {
+        const ErrorPtr e(verify_error);
         exit_status = print_error(options, e.get());
+        continue;
+      }
+      c["sha256"] = hex;
+      if (c["sha256"] != c["source_sha256"]) {
+        mismatches += std::string(mismatches.empty() ? "" : "; ") + "component \"" + id +
+                      "\": provider memory has sha256 " + hex + ", the file's bytes have sha256 " +
+                      (c["source_sha256"].is_null() ? std::string("(none: not in the read plan)")
+                                                    : c["source_sha256"].get<std::string>());
       }
     }
-    components.push_back(c);
+    verify_seconds = seconds_between(placed, Clock::now());
   }
+
   nlohmann::json skipped = nlohmann::json::array();
   std::size_t skipped_count = 0;
-  rootspan_weights_skipped_count(raw, &skipped_count);
+  rootspan_weights_skipped_count(weights.get(), &skipped_count);
   for (std::size_t i = 0; i < skipped_count; ++i) {
     const char *id = nullptr;
     const char *reason = nullptr;
-    rootspan_weights_skipped(raw, i, &id, &reason);
+    rootspan_weights_skipped(weights.get(), i, &id, &reason);
     skipped.push_back({{"id", id}, {"reason", reason}});
   }
   std::uint64_t bytes_read = 0;
-  rootspan_weights_bytes_read(raw, &bytes_read);
-  const double gb_per_s = seconds > 0 ? static_cast<double>(total) / seconds / 1e9 : 0.0;
-  nlohmann::json document = {{"provider", rootspan_weights_provider(raw)},
-                             {"device", load.device},
-                             {"components", components},
-                             {"skipped", skipped},
-                             {"total_bytes", total},
-                             {"bytes_read", bytes_read},
-                             {"seconds", seconds},
-                             {"gb_per_s", gb_per_s}};
-  if (load.slice.world_size != 0) {
-    document["rank"] = load.slice.rank;
-    document["world_size"] = load.slice.world_size;
+  rootspan_weights_bytes_read(weights.get(), &bytes_read);
+  // Opening and validating ends when the first bytes are placed; the library
+  // reports no finer phases (the first progress report comes after the first
+  // component, or its first 64 MiB, is in place).
+  const Clock::time_point first = count == 0 ? placed : progress.first_progress();
+  const double open_seconds = seconds_between(start, first), place_seconds = seconds_between(first, placed);
+  const std::uint64_t copied = total - mapped;
+  nlohmann::json document = {
+      {"provider", rootspan_weights_provider(weights.get())},
+      {"device", load.device},
+      {"components", components},
+      {"skipped", skipped},
+      {"total_bytes", total},
+      {"mapped_bytes", mapped},
+      {"copied_bytes", copied},
+      {"bytes_read", bytes_read},
+      {"seconds", seconds_between(start, placed)},
+      {"phases",
+       {{"open_seconds", open_seconds},
+        {"place_seconds", place_seconds},
+        {"verify_seconds", verify_seconds ? nlohmann::json(*verify_seconds) : nlohmann::json(nullptr)}}},
+      {"gb_per_s", copied != 0 && place_seconds > 0 ? nlohmann::json(static_cast<double>(copied) / place_seconds / 1e9)
+                                                    : nlohmann::json(nullptr)}};
+  if (load.slice.world_size) {
+    document["rank"] = load.slice.rank.value_or(0);
+    document["world_size"] = *load.slice.world_size;
   }
   if (automatic) document["provider_choice"] = rootspan_provider_choice_explanation(choice.get());
   if (options.json) {
     print_json(document);
   } else {
-    std::printf("loaded %zu components into provider %s, device %u\n", count,
-                terminal_safe(rootspan_weights_provider(raw)).c_str(), load.device);
-    std::printf("%-40s %-6s %-16s %12s %8s %-10s %-14s%s\n", "COMPONENT", "DTYPE", "SHAPE", "BYTES", "SEGMENTS",
-                "PLACEMENT", "KEY", load.verify ? " SHA-256" : "");
-    for (const auto &c : components) {
-      const std::string key = "(" + std::to_string(c["key"]["domain"].get<std::uint64_t>()) + "," +
-                              std::to_string(c["key"]["local"].get<std::uint64_t>()) + ")";
-      std::printf("%-40s %-6s %-16s %12llu %8llu %-10s %-14s%s%s\n", terminal_safe(c["id"].get<std::string>()).c_str(),
-                  c["dtype"].get<std::string>().c_str(), shape_text(c["shape"]).c_str(),
-                  static_cast<unsigned long long>(c["bytes"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(c["segments"].get<std::uint64_t>()),
-                  c["zero_copy"].get<bool>() ? "zero-copy" : "copied", key.c_str(), load.verify ? " " : "",
-                  c["sha256"].is_null() ? "" : c["sha256"].get<std::string>().c_str());
-    }
-    for (const auto &s : skipped) {
-      std::printf("skipped %s: %s\n", terminal_safe(s["id"].get<std::string>()).c_str(),
-                  terminal_safe(s["reason"].get<std::string>()).c_str());
-    }
-    std::printf("total %llu bytes in %.3f s (%.2f GB/s)\n", static_cast<unsigned long long>(total), seconds, gb_per_s);
-    if (load.slice.world_size != 0) {
-      std::printf("rank %u of %u read %llu bytes\n", load.slice.rank, load.slice.world_size,
-                  static_cast<unsigned long long>(bytes_read));
-    }
+    print_text(document, load);
   }
-  rootspan_weights_free(raw, nullptr);
+  if (!mismatches.empty()) {
+    std::fflush(stdout);
+    return print_program_error(options, kInvalidInput, "DigestMismatch", "verify",
+                               "--verify: the loaded bytes differ from the checkpoint's: " + mismatches);
+  }
   return exit_status;
+}
+
+CLI::Validator strategy_name() {
+  return CLI::Validator(
+      [](std::string &value) {
+        return value == "mmap" || value == "read" ? std::string() : "is mmap or read, not '" + value + "'";
+      },
+      "");
+}
+
+}  // namespace
+
+Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
+  CLI::App *app = rootspan.add_subcommand(
+      "load",
+      "load every component (or those --tensors selects) into provider memory; with --world, only rank R's slice");
+  auto args = std::make_shared<LoadArgs>();
+  app->add_option("PATH", args->path, "a checkpoint, as for inspect")->required();
+  app->add_option("--schema", args->schema, "the weight schema (default: one component per tensor)")->type_name("FILE");
+  app->add_option("--tensors", args->tensors, "only the components whose id matches this glob (repeatable)")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
+  app->add_option("--revision", args->revision, "the ref or snapshot of a Hugging Face cache repository")
+      ->type_name("REV")
+      ->check(non_empty("a branch, tag or commit"));
+  app->add_option("--provider", args->provider, "a provider by name, or auto: the highest priority with a device")
+      ->type_name("NAME|auto")
+      ->capture_default_str();
+  app->add_option("--device", args->device, "the provider's device ordinal")->type_name("N")->capture_default_str();
+  app->add_option_function<std::string>(
+         "--strategy",
+         [args](const std::string &value) {
+           args->strategy = value == "read" ? ROOTSPAN_LOAD_READ : ROOTSPAN_LOAD_MMAP;
+         },
+         "mmap: map the files, aligned single tensors zero-copy; read: pread everything, map nothing")
+      ->type_name("mmap|read")
+      ->default_str("mmap")
+      ->check(strategy_name());
+  app->add_flag("--verify", args->verify,
+                "compare each component's SHA-256 read back from provider memory with the file's bytes (exit 3 on "
+                "a mismatch)");
+  add_slice_options(*app, args->slice);
+  add_common_options(*app, common);
+  return [args, &common] { return run_load(*args, common); };
 }
 
 }  // namespace rootspan::cli

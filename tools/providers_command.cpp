@@ -1,8 +1,12 @@
 // `rootspan providers`: the discovery report (docs/loader-policies.md).
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
+#include "byte_size.hpp"
 #include "command.hpp"
 #include "terminal_text.hpp"
+#include "text_table.hpp"
 
 namespace rootspan::cli {
 
@@ -51,12 +55,7 @@ nlohmann::json devices_of(rootspan_context *context, const rootspan_provider_rep
   return devices;
 }
 
-}  // namespace
-
-int run_providers(std::vector<std::string> args) {
-  CommonOptions options;
-  if (!take_common_options(args, options)) return kUsage;
-  if (!args.empty()) return print_usage_error(options, "providers takes no argument: " + args.front());
+int run_providers(const CommonOptions &options) {
   ContextPtr context;
   ErrorPtr error;
   if (open_context(options.providers, context, error) != ROOTSPAN_OK) return print_error(options, error.get());
@@ -93,27 +92,34 @@ int run_providers(std::vector<std::string> args) {
   }
   // Paths, names and reasons come from manifests and plugins: escaped for the terminal.
   const auto shown = [](const nlohmann::json &value) { return terminal_safe(value.get<std::string>()); };
-  std::printf("manifests read: %s\n", manifests.empty() ? "none" : "");
-  for (const auto &m : manifests) std::printf("  %s\n", shown(m).c_str());
-  std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", "PROVIDER", "KIND", "ORIGIN", "STATUS", "ABI", "DEVICES / REASON");
+  std::printf("manifests read:%s\n", manifests.empty() ? " none" : "");
+  for (const auto &m : manifests) print_wrapped("  " + shown(m), output_width());
+  TextTable table({{"PROVIDER"}, {"KIND"}, {"ORIGIN"}, {"STATUS"}, {"ABI"}, {"DEVICES / REASON", false, true}});
   for (const auto &p : providers) {
     const std::string abi =
         std::to_string(p["abi"]["major"].get<int>()) + "." + std::to_string(p["abi"]["minor"].get<int>());
     std::string detail;
     for (const auto &d : p["devices"]) {
       detail += (detail.empty() ? "" : ", ") + std::to_string(d["ordinal"].get<int>()) + ": " +
-                d["name"].get<std::string>() + " (" + std::to_string(d["memory_bytes"].get<std::uint64_t>() >> 20) +
-                " MiB)";
+                d["name"].get<std::string>() + " (" + byte_size(d["memory_bytes"].get<std::uint64_t>()) + ")";
     }
     if (!p["reason"].is_null()) {
       // The reason is the whole diagnostic: it names its policy already.
       detail += (detail.empty() ? "" : "; ") + p["reason"].get<std::string>();
     }
-    std::printf("%-12s %-8s %-9s %-9s %-5s %s\n", shown(p["name"]).c_str(), shown(p["kind"]).c_str(),
-                p["origin"].get<std::string>().c_str(), p["status"].get<std::string>().c_str(), abi.c_str(),
-                terminal_safe(detail).c_str());
+    table.add_row({shown(p["name"]), shown(p["kind"]), p["origin"].get<std::string>(), p["status"].get<std::string>(),
+                   abi, terminal_safe(detail)});
   }
+  table.print(stdout, output_width());
   return kDone;
+}
+
+}  // namespace
+
+Runner add_providers_command(CLI::App &rootspan, CommonOptions &common) {
+  CLI::App *app = rootspan.add_subcommand("providers", "the providers found, loaded or skipped, and why");
+  add_common_options(*app, common);
+  return [&common] { return run_providers(common); };
 }
 
 }  // namespace rootspan::cli

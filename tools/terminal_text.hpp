@@ -21,4 +21,20 @@ namespace rootspan::cli {
 // UTF-8, is kept as it is.
 std::string terminal_safe(std::string_view text);
 
+// The columns `text` (UTF-8, already terminal_safe) takes on a terminal: one
+// per code point, two for wide East Asian characters (CJK ideographs, Hangul,
+// kana, fullwidth forms, emoji), none for combining marks and zero-width
+// characters. A byte that is not valid UTF-8 counts one.
+std::size_t display_width(std::string_view text);
+
+// `text` cut to at most `width` columns: its start and end kept, the middle
+// replaced by "…" (names differ at their ends as often as at their starts),
+// or with keep_end false its start kept and "…" at the end. Never splits a
+// character or separates a combining mark from its base.
+std::string fit_width(std::string_view text, std::size_t width, bool keep_end = true);
+
+// The columns of the terminal `fd` is, measured now (TIOCGWINSZ); 0 when it is
+// not a terminal or does not say.
+std::size_t terminal_columns(int fd);
+
 }  // namespace rootspan::cli

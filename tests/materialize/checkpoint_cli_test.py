@@ -199,7 +199,7 @@ def test_subsets(example):
     c.check([x["id"] for x in s.get("skipped", [])] == ["layers.0.attn.q.scales"] and
             all(x.get("reason") for x in s.get("skipped", [])), "inspect --schema: skipped, with reasons")
     text = c.run("inspect", example, "--schema", schema)
-    c.check(text.returncode == 0 and "4 component(s) would load, 1 skipped" in text.stdout and
+    c.check(text.returncode == 0 and "4 components would load, 1 skipped" in text.stdout and
             "skipped layers.0.attn.q.scales" in text.stdout, "inspect --schema text: %s" % text.stdout)
     broken = c.write(os.path.join(c.WORK, "schemas", "inspect-broken.json"),
                      json.dumps({"schema_version": "1.0.0", "components": [

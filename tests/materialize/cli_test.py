@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cli_schemas  # noqa: E402
+
 EXE = None
 failures = []
 checks = 0
@@ -34,7 +37,11 @@ def run(*args):
     env.pop("ROOTSPAN_MANIFEST", None)
     env["XDG_CONFIG_HOME"] = os.path.join(WORK, "no-xdg-home")
     env["XDG_CONFIG_DIRS"] = os.path.join(WORK, "no-xdg-dirs")
-    return subprocess.run([EXE, *args], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run([EXE, *args], capture_output=True, text=True, env=env, timeout=120)
+    # Every JSON output, also of the tests that share this helper, against its schema.
+    for problem in cli_schemas.check_output(args, result.returncode, result.stdout, result.stderr):
+        check(False, problem)
+    return result
 
 
 # ---- building files ----------------------------------------------------------

@@ -9,6 +9,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import cli_schemas  # noqa: E402
+
 
 def provider(directory, name):
     return os.path.join(directory, "librootspan-tp-%s.so" % name)
@@ -30,7 +33,11 @@ def write(path, document):
 def run(exe, *args, command="providers"):
     env = dict(os.environ)
     env.pop("ROOTSPAN_MANIFEST", None)
-    return subprocess.run([exe, command, *args], capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run([exe, command, *args], capture_output=True, text=True, env=env, timeout=60)
+    # Every JSON output against its schema (config/schemas/).
+    for problem in cli_schemas.check_output([command, *args], result.returncode, result.stdout, result.stderr):
+        check(False, problem)
+    return result
 
 
 def write_safetensors(path):
@@ -73,7 +80,7 @@ def main():
         result = run(exe, "--manifest", good, "--manifest", mixed, "--json")
         check(result.returncode == 0, "exit status 0, got %d: %s" % (result.returncode, result.stderr))
         report = json.loads(result.stdout)
-        check(sorted(report) == ["manifests", "providers"], "top-level keys: %s" % sorted(report))
+        check(sorted(report) == ["format_version", "manifests", "providers"], "top-level keys: %s" % sorted(report))
         check(report["manifests"] == [good, mixed], "manifests in order: %s" % report["manifests"])
         by_name = {p["name"]: p for p in report["providers"]}
         check(sorted(by_name) == ["abi-major", "host", "needs-absent", "simdev"], "providers: %s" % sorted(by_name))

@@ -1,0 +1,101 @@
+// The program's text layout: display widths (CJK, combining marks), names cut
+// to fit, tables aligned and cut to the terminal, sizes in binary units, and
+// the suggestions for mistyped names.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "byte_size.hpp"
+#include "suggestion.hpp"
+#include "terminal_text.hpp"
+#include "text_table.hpp"
+
+namespace rootspan::cli {
+namespace {
+
+TEST(DisplayWidth, CountsColumnsNotBytes) {
+  EXPECT_EQ(display_width("weight"), 6u);
+  EXPECT_EQ(display_width("重み"), 4u);           // two wide ideographs, 6 bytes
+  EXPECT_EQ(display_width("cafe\u0301"), 4u);     // e + combining acute
+  EXPECT_EQ(display_width("\uff21\uff22"), 4u);   // fullwidth A B
+  EXPECT_EQ(display_width("\xff"), 1u);           // invalid UTF-8: one column per byte
+  EXPECT_EQ(display_width("\u00e9t\u00e9"), 3u);  // precomposed: one column each
+}
+
+TEST(FitWidth, CutsTheMiddleAndNeverSplitsACharacter) {
+  EXPECT_EQ(fit_width("short", 10), "short");
+  const std::string cut = fit_width("model.layers.10.mlp.weight", 12);
+  EXPECT_EQ(display_width(cut), 12u) << cut;
+  EXPECT_EQ(cut, "model.\u2026eight");
+  // Wide characters: never more than the width, even when one does not fit.
+  const std::string wide = fit_width("重み重み重み重み", 7);
+  EXPECT_LE(display_width(wide), 7u) << wide;
+  EXPECT_NE(wide.find("\u2026"), std::string::npos);
+  // A combining mark stays with its base.
+  const std::string marks = fit_width("e\u0301e\u0301e\u0301e\u0301e\u0301", 3);
+  EXPECT_EQ(marks, "e\u0301\u2026e\u0301");
+  EXPECT_EQ(fit_width("abc", 0), "");
+}
+
+TEST(ByteSize, BinaryUnitsThreeDigits) {
+  EXPECT_EQ(byte_size(0), "0 B");
+  EXPECT_EQ(byte_size(1023), "1023 B");
+  EXPECT_EQ(byte_size(1024), "1.00 KiB");
+  EXPECT_EQ(byte_size(16384), "16.0 KiB");
+  EXPECT_EQ(byte_size(42112), "41.1 KiB");
+  EXPECT_EQ(byte_size(430u << 20), "430 MiB");
+  EXPECT_EQ(byte_size((1ull << 20) - 1), "1.00 MiB");  // not "1024 KiB"
+  EXPECT_EQ(byte_size(3ull << 29), "1.50 GiB");
+  EXPECT_EQ(counted(1, "component"), "1 component");
+  EXPECT_EQ(counted(5, "component"), "5 components");
+}
+
+TEST(ClosestName, SuggestsOnlyNearNames) {
+  const std::vector<std::string> commands = {"version", "providers", "inspect", "load", "plan", "help"};
+  EXPECT_EQ(closest_name("inspekt", commands), "inspect");
+  EXPECT_EQ(closest_name("lod", commands), "load");
+  EXPECT_EQ(closest_name("lpan", commands), "plan");  // a swap is one edit
+  EXPECT_EQ(closest_name("frobnicate", commands), "");
+  EXPECT_EQ(closest_name("--verfy", {"--verify", "--json", "--schema"}), "--verify");
+}
+
+std::string printed(const TextTable &table, std::size_t width) {
+  char *buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE *out = open_memstream(&buffer, &size);
+  table.print(out, width);
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    lines.push_back(text.substr(start, end - start));
+  }
+  return lines;
+}
+
+TEST(TextTable, AlignsByDisplayWidthAndFitsTheWidth) {
+  TextTable table({{"NAME", false, true}, {"SIZE", true}});
+  table.add_row({"層.0.重み", "16 B"});
+  table.add_row({"cafe\u0301", "1.00 KiB"});
+  table.add_row({"a.very.long.tensor.name.that.does.not.fit", "8 B"});
+  for (const std::size_t width : {0u, 30u, 20u}) {
+    const auto lines = lines_of(printed(table, width));
+    ASSERT_EQ(lines.size(), 4u);
+    for (const auto &line : lines) {
+      EXPECT_EQ(display_width(line), display_width(lines[0])) << "width " << width << ": " << line;
+      if (width != 0) EXPECT_LE(display_width(line), width) << line;
+    }
+  }
+  EXPECT_NE(printed(table, 0).find("a.very.long.tensor.name.that.does.not.fit"), std::string::npos);
+  EXPECT_NE(printed(table, 20).find("\u2026"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rootspan::cli
