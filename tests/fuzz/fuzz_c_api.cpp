@@ -249,6 +249,7 @@ struct RootRec {
   std::uint64_t length;
   bool test_provider;  // its memory comes from one of the rstest providers
   bool read_only;
+  rootspan_dtype dtype;
   ImportRecord *import;  // the deleter that must run when it is released, or nullptr
   bool owned_by_weights;
 };
@@ -465,8 +466,8 @@ void record_root(Harness &h, rootspan_root *root, ImportRecord *import, bool own
         (unsigned long long)info.root_id, info.provider, (unsigned long long)info.byte_offset,
         (unsigned long long)info.byte_length, (unsigned long long)info.alignment, info.dtype, info.read_only,
         info.host_accessible);
-  h.roots.push_back(
-      {root, info.byte_length, is_test_provider(info.provider), info.read_only != 0, import, owned_by_weights});
+  h.roots.push_back({root, info.byte_length, is_test_provider(info.provider), info.read_only != 0, info.dtype, import,
+                     owned_by_weights});
 }
 
 void forget_root(Harness &h, rootspan_root *root) {
@@ -888,7 +889,9 @@ void op_claim_release(FuzzedDataProvider &in, Harness &h) {
 void op_map(FuzzedDataProvider &in, Harness &h) {
   ClaimRec *c = pick(in, h.claims);
   const bool write = in.ConsumeBool();
-  const rootspan_dtype type = dtype(in);
+  // Mostly the root's own element type, which a mapping of whole elements accepts.
+  const RootRec *owner = c == nullptr ? nullptr : h.root(c->root);
+  const rootspan_dtype type = in.ConsumeIntegralInRange<int>(0, 3) == 0 || owner == nullptr ? dtype(in) : owner->dtype;
   const std::uint64_t length = c == nullptr ? 0 : c->end - c->begin;
   std::uint64_t offset = 0, size = 0;
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0 || length == 0) {
@@ -960,7 +963,7 @@ void op_device_access(FuzzedDataProvider &in, Harness &h) {
   request.element_size = in.ConsumeIntegralInRange<int>(0, 7) == 0
                              ? small_or_wild(in, 16)
                              : std::uint64_t{1} << in.ConsumeIntegralInRange(0, 3);
-  request.element_offset = small_or_wild(in, 64);
+  request.element_offset = in.ConsumeBool() ? 0 : small_or_wild(in, 64);
   std::uint64_t shape[3];
   std::int64_t strides[3];
   request.rank = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
@@ -968,6 +971,14 @@ void op_device_access(FuzzedDataProvider &in, Harness &h) {
     shape[i] = small_or_wild(in, 16);
     strides[i] = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegral<std::int64_t>()
                                                            : in.ConsumeIntegralInRange<std::int64_t>(-4, 16);
+    if (in.ConsumeBool()) {  // a dense layout, which fits more often
+      shape[i] = in.ConsumeIntegralInRange<std::uint64_t>(1, 4);
+      std::int64_t stride = 1;
+      if (i != 0 && __builtin_mul_overflow(static_cast<std::int64_t>(shape[i - 1] & 0xffff), strides[i - 1], &stride)) {
+        stride = 1;
+      }
+      strides[i] = stride;
+    }
   }
   request.shape = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : shape;
   request.strides = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : strides;
