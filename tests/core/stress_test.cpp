@@ -358,7 +358,7 @@ class Stress : public CoreTest {
 
 TEST_F(Stress, RandomCallsOverSharedRootsKeepEveryInvariant) {
   const auto threads = static_cast<int>(env_or("ROOTSPAN_STRESS_THREADS", 8));
-  const std::uint64_t iterations = env_or("ROOTSPAN_STRESS_ITERATIONS", 1500);
+  const std::uint64_t iterations = env_or("ROOTSPAN_STRESS_ITERATIONS", 3000);
   const std::uint64_t seed = env_or("ROOTSPAN_STRESS_SEED", std::random_device{}());
   std::cout << "stress: " << threads << " threads x " << iterations << " iterations, ROOTSPAN_STRESS_SEED=" << seed
             << std::endl;
