@@ -260,6 +260,14 @@ Result<Root *> Context::import_host(const HostImport &import) {
   if (memory.data == nullptr && memory.byte_length != 0) {
     return fail(make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "", "data is NULL for a non-empty import"));
   }
+  // No memory runs past the end of the address space: such a length is a
+  // lie the core would otherwise copy and map through.
+  if (std::uintptr_t end = 0;
+      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(memory.data), memory.byte_length, &end)) {
+    return fail(
+        make_error(ROOTSPAN_ERR_RANGE_OVERFLOW, "",
+                   "data + byte_length " + str(memory.byte_length) + " runs past the end of the address space"));
+  }
   if (!is_power_of_two(memory.alignment)) {
     return fail(make_error(ROOTSPAN_ERR_INVALID_ALIGNMENT, "",
                            "alignment " + str(memory.alignment) + " is not a non-zero power of two"));

@@ -123,6 +123,16 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
                                "-byte alignment" + (mapped.data == nullptr ? " (NULL)" : ""),
                            0, remainder(address, alignment)));
   }
+  // The core copies through this pointer (copy_from_host, copy_to_host):
+  // one that misses the allocation's bytes would have it write elsewhere.
+  const auto expected = reinterpret_cast<std::uintptr_t>(root.allocation.host_base) + absolute;
+  if (length != 0 && address != expected) {
+    return undo(make_error(ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "",
+                           "provider '" + root.provider->name() + "' mapped offset " + str(absolute) +
+                               " at a pointer " + str(address > expected ? address - expected : expected - address) +
+                               " bytes away from host_base + " + str(absolute),
+                           expected, address));
+  }
   Mapping *mapping = root.claims.new_mapping(&claim);
   mapping->provider = mapped;
   mapping->write = write;

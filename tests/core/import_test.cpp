@@ -249,6 +249,34 @@ TEST_F(Import, AllocateRefusesBadAlignmentAndUnknownProvider) {
 
 // ---- caller memory with a deleter ------------------------------------------
 
+// Found by tests/fuzz/fuzz_c_api: an import whose byte_length runs past the
+// end of the address space was accepted, and a copy into the root then wrote
+// through the wrapped-around range.
+TEST_F(Import, ALengthPastTheEndOfTheAddressSpaceIsRangeOverflow) {
+  alignas(64) static unsigned char buffer[128];
+  const std::uint64_t room = UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(buffer);
+  for (std::uint64_t length : {room + 1, room + 4096, std::uint64_t{UINT64_MAX}}) {
+    SCOPED_TRACE(length);
+    int deleted = 0;
+    Err e;
+    rootspan_host_import import = host_import(buffer, length, 64, ROOTSPAN_DTYPE_NONE, &deleted);
+    rootspan_root *root = nullptr;
+    ASSERT_EQ(rootspan_root_import_host(context_, &import, &root, e.out()), ROOTSPAN_ERR_RANGE_OVERFLOW);
+    EXPECT_EQ(root, nullptr);
+    EXPECT_EQ(e.message(), "import_unique_root for range [0," + str(length) + "): unresolved: data + byte_length " +
+                               str(length) + " runs past the end of the address space");
+    EXPECT_EQ(deleted, 1);
+  }
+  // The last byte of the address space may still be reached.
+  int deleted = 0;
+  rootspan_host_import fits = host_import(buffer, room, 64, ROOTSPAN_DTYPE_NONE, &deleted);
+  rootspan_root *root = nullptr;
+  Err e;
+  ASSERT_EQ(rootspan_root_import_host(context_, &fits, &root, e.out()), ROOTSPAN_OK) << e.message();
+  release(root);
+  EXPECT_EQ(deleted, 1);
+}
+
 TEST_F(Import, DeleterRunsExactlyOnceAtRelease) {
   std::vector<float> values(16);
   for (int i = 0; i < 16; ++i) values[i] = static_cast<float>(i) * 0.5f;

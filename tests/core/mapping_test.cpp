@@ -283,10 +283,34 @@ TEST_F(ProviderMapping, AMisalignedPointerIsRefusedEveryTimeAndUnmapped) {
   behaviour().map_pointer_shift = 4;
   ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_F64, 0, 16, e), ROOTSPAN_ERR_MISALIGNED);
   EXPECT_EQ(e.cause(), "provider 'test' returned a pointer 4 bytes past 8-byte alignment");
-  ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_C32, 0, 16, e), ROOTSPAN_OK) << e.message();  // C32 needs F32's 4
+  // C32 needs F32's 4: aligned, but away from the allocation's bytes.
+  ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_C32, 0, 16, e), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT) << e.message();
   behaviour().map_pointer_shift = 0;
   ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_F64, 0, 16, e), ROOTSPAN_OK) << e.message();
   // No mapping leaked: the claim releases (in TearDown) without Busy.
+  EXPECT_EQ(counters().map.load(), counters().unmap.load());
+}
+
+// Found by tests/fuzz/fuzz_c_api: a mapping aligned for its element type but
+// away from host_base + offset was accepted, and copy_from_host, which copies
+// through a mapping when the provider has no copy hooks, wrote past the
+// allocation.
+TEST_F(ProviderMapping, AMappingAwayFromTheAllocationIsRefusedAndNeverWrittenThrough) {
+  behaviour().map_pointer_shift = 4096;
+  Err e;
+  for (bool write : {false, true}) {
+    const int unmaps = counters().unmap;
+    ASSERT_EQ(map(claim_, ROOTSPAN_DTYPE_NONE, 8, 8, e, write), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
+    EXPECT_EQ(e.message(), root_request(write ? "map_write" : "map_read", root_, 8, 16) +
+                               ": resolved to span [8,16): L9: provider 'test' mapped offset 8 at a pointer 4096 "
+                               "bytes away from host_base + 8");
+    EXPECT_EQ(counters().unmap - unmaps, 1) << "the refused mapping is handed back to the provider";
+  }
+  unsigned char bytes[16] = {1, 2, 3};
+  ASSERT_EQ(rootspan_copy_from_host(claim_, 0, bytes, sizeof bytes, e.out()), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
+  EXPECT_EQ(e.operation(), "copy_from_host");
+  ASSERT_EQ(rootspan_copy_to_host(claim_, 0, bytes, sizeof bytes, e.out()), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
+  EXPECT_EQ(e.operation(), "copy_to_host");
   EXPECT_EQ(counters().map.load(), counters().unmap.load());
 }
 

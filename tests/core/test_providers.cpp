@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace rstest {
@@ -32,7 +33,10 @@ struct State {
   std::mutex mutex;  // guards live, granted, tables, pending
   std::set<const Block *> live;
   std::map<std::string, std::uint64_t> granted;
-  std::deque<rootspan_provider_table> tables;  // stable addresses, never freed
+  // Stable addresses, never freed; one table per distinct configuration, so a
+  // program that calls the entry functions over and over (the C API fuzzer)
+  // does not grow without bound.
+  std::deque<std::pair<TableConfig, rootspan_provider_table>> tables;
   std::deque<std::string> strings;
   TableConfig pending;  // the config of the table the last entry call returned
 };
@@ -234,10 +238,19 @@ rootspan_status t_copy_to(rootspan_provider_instance *, const rootspan_provider_
   return ROOTSPAN_OK;
 }
 
+bool same_config(const TableConfig &a, const TableConfig &b) {
+  return a.name == b.name && a.kind == b.kind && a.abi_major == b.abi_major && a.abi_minor == b.abi_minor &&
+         a.host_access == b.host_access && a.map_hooks == b.map_hooks && a.device_hooks == b.device_hooks &&
+         a.copy_hooks == b.copy_hooks && a.null_init == b.null_init;
+}
+
 const rootspan_provider_table *make_table(const TableConfig &config) {
   State &s = state();
   std::lock_guard lock(s.mutex);
   s.pending = config;
+  for (const auto &[made_for, table] : s.tables) {
+    if (same_config(made_for, config)) return &table;
+  }
   s.strings.push_back(config.name);
   const char *name = s.strings.back().c_str();
   s.strings.push_back(config.kind);
@@ -267,8 +280,8 @@ const rootspan_provider_table *make_table(const TableConfig &config) {
     t.copy_from_host = t_copy_from;
     t.copy_to_host = t_copy_to;
   }
-  s.tables.push_back(t);
-  return &s.tables.back();
+  s.tables.emplace_back(config, t);
+  return &s.tables.back().second;
 }
 
 }  // namespace
