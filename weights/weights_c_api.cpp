@@ -107,13 +107,30 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
         "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
   }
   weights::ShardSpec spec{o.rank, o.world_size, {}};
+  // The rules lie as the caller's compiler laid out its version of the
+  // struct: the first rule's struct_size, rounded up to the struct's
+  // alignment, is the distance between rules (a newer, longer struct is not
+  // read at the stride this library was built with). Every rule must say the
+  // same size.
+  const std::size_t first_size = o.split_rule_count == 0 ? 0 : o.split_rules[0].struct_size;
+  const std::size_t stride =
+      (first_size + alignof(rootspan_split_rule) - 1) / alignof(rootspan_split_rule) * alignof(rootspan_split_rule);
+  const auto *bytes = reinterpret_cast<const std::byte *>(o.split_rules);
   for (std::size_t i = 0; i < o.split_rule_count; ++i) {
-    const rootspan_split_rule &given = o.split_rules[i];
-    if (given.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
+    const auto &element = *reinterpret_cast<const rootspan_split_rule *>(bytes + i * stride);
+    if (element.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
                                   "options.split_rules[" + std::to_string(i) + "].struct_size is too small",
-                                  ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, given.struct_size);
+                                  ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, element.struct_size);
     }
+    if (element.struct_size != first_size) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) +
+                                      "].struct_size differs from split_rules[0]'s (every rule of one array is "
+                                      "one version of the struct)",
+                                  first_size, element.struct_size);
+    }
+    const rootspan_split_rule &given = element;  // pattern and dimension lie within the size checked
     if (given.pattern == nullptr) {
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
                                   "options.split_rules[" + std::to_string(i) + "].pattern is NULL");

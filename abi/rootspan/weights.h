@@ -85,7 +85,9 @@ typedef struct rootspan_load_options {
    * slice's). world_size 0: the whole checkpoint, as without these fields. */
   uint32_t rank;                          /* in [0, world_size) */
   uint32_t world_size;                    /* ranks in all; 0: no slicing */
-  const rootspan_split_rule *split_rules; /* split_rule_count rules; borrowed for the call; NULL/0: replicate all */
+  /* split_rule_count rules; borrowed for the call; NULL/0: replicate all. The array is one version of the
+     struct: rules lie split_rules[0].struct_size apart, rounded up to the struct's alignment (sizeof). */
+  const rootspan_split_rule *split_rules;
   size_t split_rule_count;
   /* The staging ring of an upload to a provider without host access: buffers
    * of pinned memory of that provider, allocated once per load, that file

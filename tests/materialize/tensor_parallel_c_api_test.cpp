@@ -144,6 +144,28 @@ TEST_F(TensorParallelTest, WorldSizeZeroAndOlderCallersLoadEverything) {
   EXPECT_EQ(component("up").shape[0], 5u);
 }
 
+// A caller built against a later, longer rootspan_split_rule: its rules lie
+// at its own stride, and the fields this library knows are read from each.
+TEST_F(TensorParallelTest, RulesOfALongerStructAreReadAtTheCallersStride) {
+  struct NewerRule {
+    rootspan_split_rule known;
+    std::uint64_t added_later;
+  };
+  const NewerRule rules[] = {{{sizeof(NewerRule), "norm", -1}, 0xFFFF}, {{sizeof(NewerRule), "up", 0}, 0xFFFF}};
+  rootspan_load_options o{};
+  o.struct_size = sizeof o;
+  o.provider = "host";
+  o.rank = 0;
+  o.world_size = 2;
+  o.split_rules = &rules[0].known;
+  o.split_rule_count = 2;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_weights_load(context_, dir_.path().c_str(), &o, &weights_, &raw), ROOTSPAN_OK)
+      << (raw != nullptr ? rootspan_error_message(raw) : "");
+  EXPECT_EQ(component("up").shape[0], 3u);  // 5 rows over 2 ranks: rank 0 takes 3
+  EXPECT_EQ(component("norm").shape[0], 4u);
+}
+
 TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
   const rootspan_split_rule up0{sizeof(rootspan_split_rule), "up", 0};
   EXPECT_EQ(load(2, 2, {up0}), ROOTSPAN_ERR_INVALID_ARGUMENT);
@@ -156,6 +178,9 @@ TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
   EXPECT_NE(message_.find("split_rules[0].pattern is NULL"), std::string::npos) << message_;
   EXPECT_EQ(load(0, 2, {{4, "up", 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message_.find("split_rules[0].struct_size is too small"), std::string::npos) << message_;
+  // Every rule of one array is one version of the struct.
+  EXPECT_EQ(load(0, 2, {up0, {ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, "norm", -1}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message_.find("split_rules[1].struct_size differs from split_rules[0]'s"), std::string::npos) << message_;
   rootspan_load_options o{};
   o.struct_size = sizeof o;
   o.world_size = 2;
