@@ -31,11 +31,12 @@ Claim *ClaimBook::new_claim() {
   }
   Claim *claim = free_claims_.back();
   free_claims_.pop_back();
-  std::vector<rootspan_device_access> accesses = std::move(claim->accesses);
-  accesses.clear();  // keeps its capacity: a pooled claim allocates nothing
-  *claim = Claim{};
-  claim->accesses = std::move(accesses);
-  return claim;
+  claim->parent = nullptr;
+  claim->children = 0;
+  claim->mappings = 0;
+  claim->device_accesses = 0;
+  claim->accesses.clear();  // keeps its capacity: a pooled claim allocates nothing
+  return claim;             // the caller sets root, span and mode
 }
 
 Result<Claim *> ClaimBook::acquire(Root *root, const Span &span, rootspan_claim_mode mode) {

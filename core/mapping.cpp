@@ -48,10 +48,9 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   std::uint64_t end = 0;
   const bool overflow =
       __builtin_add_overflow(claim_relative, offset, &relative) || __builtin_add_overflow(offset, length, &end);
-  const Requested requested = root.request(overflow ? claim_relative : relative, length);
-  auto fail = [&](Diagnostic d) {
+  auto fail = [&](Diagnostic d) {  // what was requested is said only on a failure
     d.operation = operation;
-    d.requested = requested;
+    d.requested = root.request(overflow ? claim_relative : relative, length);
     return d;
   };
   if (overflow) {
