@@ -4,9 +4,9 @@
 #include <cstring>
 #include <optional>
 
-#include "abi_negotiation.hpp"
+#include "core/loader/abi_negotiation.hpp"
 #include "dtype.hpp"
-#include "static_providers.hpp"
+#include "core/loader/static_providers.hpp"
 
 namespace rootspan {
 

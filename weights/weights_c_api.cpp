@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"
-#include "core/provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 #include "rootspan/weights.h"
 #include "weights/component_selection.hpp"
 #include "weights/inspect.hpp"

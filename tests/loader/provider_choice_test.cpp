@@ -3,7 +3,7 @@
 // ordinal that does not exist is NOT_FOUND and lists what exists.
 #include <gtest/gtest.h>
 
-#include "core/provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {

@@ -1,4 +1,4 @@
-#include "core/abi_negotiation.hpp"
+#include "core/loader/abi_negotiation.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 
 namespace rootspan {
 

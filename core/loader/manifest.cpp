@@ -1,4 +1,4 @@
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/trusted_path.hpp"
+#include "core/loader/trusted_path.hpp"
 #include "rootspan/provider.h"
 #include "weights/strict_json.hpp"
 

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "core/diagnostic.hpp"
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan {

@@ -1,4 +1,4 @@
-#include "core/plugin_file_check.hpp"
+#include "core/loader/plugin_file_check.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -17,8 +17,8 @@
 
 #include <openssl/evp.h>
 
-#include "core/plugin_dependencies.hpp"
-#include "core/trusted_path.hpp"
+#include "core/loader/plugin_dependencies.hpp"
+#include "core/loader/trusted_path.hpp"
 
 namespace rootspan {
 

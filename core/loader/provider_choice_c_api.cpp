@@ -1,6 +1,6 @@
 // The extern "C" entry points of the provider choice (rootspan.h).
-#include "c_api_support.hpp"
-#include "provider_choice.hpp"
+#include "core/c_api_support.hpp"
+#include "core/loader/provider_choice.hpp"
 
 struct rootspan_provider_choice {
   rootspan::ProviderChoice choice;
