@@ -10,7 +10,10 @@
 #include <new>
 #include <string>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
+#include "core/device_access.hpp"
+#include "core/mapping.hpp"
 #include "core/context.hpp"
 #include "core/struct_io.hpp"
 #include "rootspan/rootspan.h"

@@ -1,5 +1,5 @@
-#include "access.hpp"
-#include "span.hpp"
+#include "core/claim_ops.hpp"
+#include "core/span_derivation.hpp"
 
 namespace rootspan {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "root.hpp"
-#include "span.hpp"
+#include "core/span.hpp"
 
 namespace rootspan {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "access.hpp"
+#include "core/device_access.hpp"
 #include "struct_io.hpp"
 
 namespace rootspan {

@@ -11,15 +11,11 @@
 
 #include <boost/outcome.hpp>
 
+#include "core/key.hpp"
+#include "core/span.hpp"
 #include "rootspan/rootspan.h"
 
 namespace rootspan {
-
-struct Key {
-  std::uint64_t domain = 0;
-  std::uint64_t local = 0;
-  friend bool operator==(const Key &, const Key &) = default;
-};
 
 // What an operation was asked to do; mirrors rootspan_requested.
 struct Requested {
@@ -39,15 +35,6 @@ struct Requested {
   static Requested root_range(std::uint64_t root_id, Key key, std::uint64_t offset, std::uint64_t length) {
     return {ROOTSPAN_REQUESTED_ROOT_KEY_RANGE, root_id, key, offset, length};
   }
-};
-
-// A span: a range bound to one root (docs/concepts.md).
-struct Span {
-  std::uint64_t root_id = 0;
-  std::uint64_t offset = 0;  // absolute byte offset in the allocation
-  std::uint64_t length = 0;
-  std::uint64_t alignment = 1;
-  std::uint64_t end() const { return offset + length; }
 };
 
 struct Diagnostic {

@@ -7,7 +7,9 @@
 #include <memory>
 #include <optional>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
+#include "core/mapping.hpp"
 #include "core/dtype.hpp"
 #include "weights/available_memory.hpp"
 #include "weights/describe.hpp"

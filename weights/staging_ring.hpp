@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/access.hpp"
+#include "core/copy.hpp"
 #include "core/context.hpp"
 
 namespace rootspan::weights {

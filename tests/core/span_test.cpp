@@ -6,7 +6,7 @@
 // overlap; empty spans overlap nothing.
 #include <limits>
 
-#include "core/span.hpp"
+#include "core/span_derivation.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "../weights/gguf_writer.hpp"
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
 #include "core/context.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"

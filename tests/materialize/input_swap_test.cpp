@@ -16,7 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
 #include "core/context.hpp"
 #include "materialize_support.hpp"
 #include "weights/checkpoint.hpp"

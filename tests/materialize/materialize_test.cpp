@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
 #include "core/context.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"

@@ -1,4 +1,4 @@
-#include "span.hpp"
+#include "core/span_derivation.hpp"
 
 #include <algorithm>
 #include <string>
@@ -12,21 +12,21 @@ Result<Span> derive_span(std::uint64_t root_id, const Extent &root, std::uint64_
   }
   std::uint64_t relative_end = 0;
   if (__builtin_add_overflow(offset, length, &relative_end)) {
-    return make_error(ROOTSPAN_ERR_RANGE_OVERFLOW, "span",
-                      "relative offset " + std::to_string(offset) + " + length " + std::to_string(length) +
-                          " overflows 64 bits");
+    return make_error(
+        ROOTSPAN_ERR_RANGE_OVERFLOW, "span",
+        "relative offset " + std::to_string(offset) + " + length " + std::to_string(length) + " overflows 64 bits");
   }
   std::uint64_t absolute = 0;
   if (__builtin_add_overflow(root.offset, offset, &absolute)) {
     return make_error(ROOTSPAN_ERR_OFFSET_OVERFLOW, "span",
-                      "root offset " + std::to_string(root.offset) + " + relative offset " +
-                          std::to_string(offset) + " overflows 64 bits");
+                      "root offset " + std::to_string(root.offset) + " + relative offset " + std::to_string(offset) +
+                          " overflows 64 bits");
   }
   if (relative_end > root.length) {
-    return make_error(ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "span",
-                      "range ends at " + std::to_string(relative_end) + ", past the root's length " +
-                          std::to_string(root.length),
-                      root.length, relative_end);
+    return make_error(
+        ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "span",
+        "range ends at " + std::to_string(relative_end) + ", past the root's length " + std::to_string(root.length),
+        root.length, relative_end);
   }
   const std::uint64_t alignment = offset == 0 ? root.alignment : std::min(root.alignment, offset & (~offset + 1));
   return Span{root_id, absolute, length, alignment};
