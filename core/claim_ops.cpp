@@ -5,22 +5,23 @@ namespace rootspan {
 
 Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t length) {
   auto span = derive_span(root.id, root.extent, offset, length);
-  if (!span) return with_request(span.error(), "span", root.request(offset, length));
+  if (!span) return with_request(span.error(), "span_derive", root.request(offset, length));
   return span;
 }
 
 Result<Claim *> claim_acquire(Root &root, std::uint64_t offset, std::uint64_t length, rootspan_claim_mode mode) {
   const Requested requested = root.request(offset, length);
   auto span = derive_span(root.id, root.extent, offset, length);
-  if (!span) return with_request(span.error(), "claim", requested);
+  if (!span) return with_request(span.error(), "claim_acquire", requested);
   if (mode == ROOTSPAN_CLAIM_EXCLUSIVE && root.read_only) {
-    Diagnostic d = make_error(ROOTSPAN_ERR_READ_ONLY, "claim", "root is read-only; an exclusive claim needs write access");
+    Diagnostic d =
+        make_error(ROOTSPAN_ERR_READ_ONLY, "claim_acquire", "root is read-only; an exclusive claim needs write access");
     d.requested = requested;
     return d;
   }
   std::lock_guard lock(root.mutex);
   auto claim = root.claims.acquire(&root, span.value(), mode);
-  if (!claim) return with_request(claim.error(), "claim", requested);
+  if (!claim) return with_request(claim.error(), "claim_acquire", requested);
   return claim;
 }
 
