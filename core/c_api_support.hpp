@@ -11,10 +11,10 @@
 #include <string>
 
 #include "core/claim_ops.hpp"
+#include "core/context.hpp"
 #include "core/copy.hpp"
 #include "core/device_access.hpp"
 #include "core/mapping.hpp"
-#include "core/context.hpp"
 #include "core/struct_io.hpp"
 #include "rootspan/rootspan.h"
 

@@ -9,8 +9,8 @@
 
 #include "core/claim_ops.hpp"
 #include "core/copy.hpp"
-#include "core/mapping.hpp"
 #include "core/dtype.hpp"
+#include "core/mapping.hpp"
 #include "weights/available_memory.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"

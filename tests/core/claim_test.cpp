@@ -134,8 +134,8 @@ TEST_F(Claims, ClaimsAreCheckedAsSpans) {
   Err e;
   ASSERT_EQ(rootspan_claim_acquire(root_, 100, 100, ROOTSPAN_CLAIM_SHARED, &c, e.out()),
             ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
-  EXPECT_EQ(e.message(),
-            root_request("claim_acquire", root_, 100, 200) + ": unresolved: range ends at 200, past the root's length 128");
+  EXPECT_EQ(e.message(), root_request("claim_acquire", root_, 100, 200) +
+                             ": unresolved: range ends at 200, past the root's length 128");
   ASSERT_EQ(rootspan_claim_acquire(root_, 1, UINT64_MAX, ROOTSPAN_CLAIM_SHARED, &c, e.out()),
             ROOTSPAN_ERR_RANGE_OVERFLOW);
   EXPECT_EQ(e.cause(), "relative offset 1 + length 18446744073709551615 overflows 64 bits");

@@ -334,10 +334,11 @@ int main(void) {
     EXPECT_STRING(rootspan_error_operation(error), "span_derive");
     EXPECT_STRING(rootspan_error_cause(error), "range ends at 264, past the root's length 256");
     EXPECT_STRING(rootspan_error_policy(error), "");
-    snprintf(text, sizeof text,
-             "span_derive for root %llu key (%llu,%llu) range [250,264): unresolved: range ends at 264, past the root's "
-             "length 256",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
+    snprintf(
+        text, sizeof text,
+        "span_derive for root %llu key (%llu,%llu) range [250,264): unresolved: range ends at 264, past the root's "
+        "length 256",
+        (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     memset(&requested, 0, sizeof requested);
     requested.struct_size = sizeof requested;
@@ -357,9 +358,10 @@ int main(void) {
       error == NULL) {
     CHECK(0, "Conflict with an error object");
   } else {
-    snprintf(text, sizeof text,
-             "claim_acquire for root %llu key (%llu,%llu) range [64,128): unresolved: conflict with exclusive claim [0,96)",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
+    snprintf(
+        text, sizeof text,
+        "claim_acquire for root %llu key (%llu,%llu) range [64,128): unresolved: conflict with exclusive claim [0,96)",
+        (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     rootspan_error_free(error);
     error = NULL;

@@ -103,8 +103,8 @@ TEST_F(Errors, EveryFieldOfAConflict) {
   EXPECT_STREQ(rootspan_error_policy(error), "");
   // The very shape of docs/concepts.md example, with this root's id and key.
   EXPECT_EQ(std::string(rootspan_error_message(error)),
-            "claim_acquire for root " + str(info.root_id) + " key (" + str(info.key.domain) + "," + str(info.key.local) +
-                ") range [64,128): unresolved: conflict with exclusive claim [0,96)");
+            "claim_acquire for root " + str(info.root_id) + " key (" + str(info.key.domain) + "," +
+                str(info.key.local) + ") range [64,128): unresolved: conflict with exclusive claim [0,96)");
   rootspan_requested r{};
   r.struct_size = sizeof r;
   ASSERT_EQ(rootspan_error_requested(error, &r), ROOTSPAN_OK);

@@ -120,8 +120,7 @@ TEST_F(ExtentImport, OverflowingExtentIsRangeOverflowEvenWithBadAlignmentAndOffs
   EXPECT_EQ(r.offset, kMax - 7);
   EXPECT_EQ(r.length, 64u);
   // The printed range's end is checked in error_test.cpp (it wraps today).
-  EXPECT_EQ(e.message().rfind("root_allocate for key (" + str(domain_) + ",1) range [18446744073709551608,", 0),
-            0u)
+  EXPECT_EQ(e.message().rfind("root_allocate for key (" + str(domain_) + ",1) range [18446744073709551608,", 0), 0u)
       << e.message();
   EXPECT_NE(e.message().find(": unresolved: L9: offset 18446744073709551608 + length 64 overflows 64 bits"),
             std::string::npos)

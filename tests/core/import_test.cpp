@@ -60,8 +60,8 @@ TEST_F(Import, DuplicateIdentityIsRefusedAndTheRejectedAllocationReleasedOnce) {
   expect_rejected(ROOTSPAN_ERR_DUPLICATE_IDENTITY, e);
   const std::string key = "(" + str(domain_) + ",7)";
   EXPECT_EQ(e.cause(), "live root " + str(first_id) + " already has key " + key);
-  EXPECT_EQ(e.message(), "root_allocate for key " + key + " range [0,64): unresolved: L9: live root " +
-                             str(first_id) + " already has key " + key);
+  EXPECT_EQ(e.message(), "root_allocate for key " + key + " range [0,64): unresolved: L9: live root " + str(first_id) +
+                             " already has key " + key);
   const rootspan_requested r = e.requested();
   EXPECT_EQ(r.kind, ROOTSPAN_REQUESTED_KEY_RANGE);
   EXPECT_EQ(r.key.domain, domain_);
@@ -134,8 +134,7 @@ TEST_F(Import, HostPointerThatMissesItsClaimedAlignmentIsMisaligned) {
   Err e;
   expect_rejected(ROOTSPAN_ERR_MISALIGNED, e);
   EXPECT_EQ(e.cause(), "provider 'test' claims alignment 64 but its host pointer is 8 bytes past an aligned address");
-  EXPECT_EQ(e.message(),
-            "root_allocate for key (" + str(domain_) + ",1) range [0,64): unresolved: L9: " + e.cause());
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) + ",1) range [0,64): unresolved: L9: " + e.cause());
   std::uint64_t expected = 1, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 0u);
@@ -233,8 +232,7 @@ TEST_F(Import, AllocateRefusesBadAlignmentAndUnknownProvider) {
   rootspan_root *root = nullptr;
   Err e;
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_INVALID_ALIGNMENT);
-  EXPECT_EQ(e.message(),
-            "root_allocate for range [0,64): unresolved: alignment 48 is not a non-zero power of two");
+  EXPECT_EQ(e.message(), "root_allocate for range [0,64): unresolved: alignment 48 is not a non-zero power of two");
   o = allocate_options("nope", 64);
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_EQ(e.message(),
@@ -286,8 +284,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     SCOPED_TRACE("alignment 3");
     int deleted = 0;
     expect_import_fails(host_import(buffer, 64, 3, ROOTSPAN_DTYPE_NONE, &deleted), ROOTSPAN_ERR_INVALID_ALIGNMENT, e);
-    EXPECT_EQ(e.message(),
-              "root_import_host for range [0,64): unresolved: alignment 3 is not a non-zero power of two");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: alignment 3 is not a non-zero power of two");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -302,9 +299,8 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     rootspan_host_import import = host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
     import.provider = "nope";
     expect_import_fails(import, ROOTSPAN_ERR_NOT_FOUND, e);
-    EXPECT_EQ(
-        e.message(),
-        "root_import_host for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
+    EXPECT_EQ(e.message(),
+              "root_import_host for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -313,8 +309,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     rootspan_host_import import = host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
     import.provider = "test";
     expect_import_fails(import, ROOTSPAN_ERR_UNSUPPORTED, e);
-    EXPECT_EQ(e.message(),
-              "root_import_host for range [0,64): unresolved: provider 'test' cannot import host memory");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: provider 'test' cannot import host memory");
     EXPECT_EQ(deleted, 1);
   }
   {

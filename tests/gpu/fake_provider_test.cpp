@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fake_runtime.hpp"
-#include "plugins/gpu/gpu_provider.hpp"
 #include "gpu_support.hpp"
+#include "plugins/gpu/gpu_provider.hpp"
 
 namespace gpu_test {
 namespace {

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/loader/abi_negotiation.hpp"
 #include "core/context.hpp"
+#include "core/loader/abi_negotiation.hpp"
 #include "core/loader/manifest.hpp"
 #include "core/loader/manifest_discovery.hpp"
 #include "core/loader/plugin_file_check.hpp"

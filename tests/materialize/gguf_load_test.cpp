@@ -9,8 +9,8 @@
 
 #include "../weights/gguf_writer.hpp"
 #include "core/claim_ops.hpp"
-#include "core/copy.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"
 #include "weights/checkpoint.hpp"

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/claim_ops.hpp"
-#include "core/copy.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/checkpoint_file.hpp"

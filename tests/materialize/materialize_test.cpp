@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/claim_ops.hpp"
-#include "core/copy.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"
 #include "weights/checkpoint.hpp"
