@@ -107,7 +107,7 @@ using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Failure, BOOST_OUTCOME_V2_N
   do {                                                      \
     auto rootspan_result_ = (expr);                         \
     if (!rootspan_result_) return rootspan_result_.error(); \
-    target = std::move(rootspan_result_).value();           \
+    (target) = std::move(rootspan_result_).value();         \
   } while (0)
 
 // Fills in what the operation asked for, where the failing helper could not know.

@@ -88,7 +88,7 @@ struct CheckedLibrary {
 // search) and, when sha256 is given (64 lowercase hex digits), compares it
 // with the digest of the opened file.
 Result<CheckedLibrary> check_plugin_file(const std::filesystem::path &path,
-                                         std::optional<std::string> sha256 = std::nullopt);
+                                         const std::optional<std::string> &sha256 = std::nullopt);
 
 // The same for a manifest entry: its resolved library and sha256. Messages (of
 // this check and of the later load) start with the entry's description, so
