@@ -22,6 +22,7 @@
 
 #include "rootspan/provider.h"
 #include "rootspan/rootspan.h"
+#include "tests/support/c_api_owners.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #ifndef GPU_TEST_CUDA_PLUGIN
@@ -72,10 +73,7 @@ inline std::filesystem::path write_manifest(const TempDir &dir, const std::strin
   return manifest;
 }
 
-struct ErrorDeleter {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorDeleter>;
+using ::rootspan::test_support::ErrorPtr;
 
 inline std::string message_of(const rootspan_error *error) {
   return error == nullptr ? std::string("(no error object)") : rootspan_error_message(error);

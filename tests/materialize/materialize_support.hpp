@@ -20,6 +20,7 @@
 #include "../weights/test_support.hpp"
 #include "rootspan/rootspan.h"
 #include "rootspan/weights.h"
+#include "tests/support/c_api_owners.hpp"
 #include "tests/support/sha256.hpp"
 
 namespace mtest {
@@ -110,10 +111,7 @@ inline std::string schema_json(const std::vector<std::string> &components) {
 
 // ---- C API owners ----------------------------------------------------------
 
-struct ErrorFree {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorFree>;
+using ::rootspan::test_support::ErrorPtr;
 
 inline std::string describe(const rootspan_error *e) {
   if (e == nullptr) return "(no error object)";

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rootspan/rootspan.h"
+#include "tests/support/c_api_owners.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace plugin_test {
@@ -70,10 +71,7 @@ inline std::string write_manifest(const TempDir &dir, std::string_view file, con
   return dir.write(file, manifest_document(entries).dump(2)).string();
 }
 
-struct ErrorFree {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorFree>;
+using ::rootspan::test_support::ErrorPtr;
 
 struct ContextDestroy {
   void operator()(rootspan_context *c) const { rootspan_context_destroy(c, nullptr); }
