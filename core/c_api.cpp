@@ -118,7 +118,7 @@ rootspan_status rootspan_context_destroy(rootspan_context *context, uint64_t *li
 rootspan_status rootspan_context_add_provider(rootspan_context *context, rootspan_provider_entry_fn entry,
                                               const char *options_json, rootspan_error **error) {
   if (context == nullptr || entry == nullptr) return invalid(error, "load_plugin", "context or entry is NULL");
-  return guarded(error, "load_plugin", [&] {
+  return guarded(error, "context_add_provider", [&] {
     return context->context->add_provider(entry, options_json == nullptr ? "{}" : options_json,
                                           ROOTSPAN_ORIGIN_EMBEDDED);
   });
@@ -157,14 +157,15 @@ const char *rootspan_manifest_path(const rootspan_context *context, size_t index
 
 rootspan_status rootspan_provider_device_info(rootspan_context *context, const char *provider, uint32_t ordinal,
                                               rootspan_device_info *info, rootspan_error **error) {
-  if (context == nullptr || provider == nullptr) return invalid(error, "device_info", "context or provider is NULL");
-  if (rootspan_status s = check_struct(error, info, "device_info", "info"); s != ROOTSPAN_OK) return s;
-  return guarded(error, "device_info", [&]() -> rootspan::Result<void> {
+  if (context == nullptr || provider == nullptr)
+    return invalid(error, "provider_device_info", "context or provider is NULL");
+  if (rootspan_status s = check_struct(error, info, "provider_device_info", "info"); s != ROOTSPAN_OK) return s;
+  return guarded(error, "provider_device_info", [&]() -> rootspan::Result<void> {
     auto p_result = context->context->provider(provider);
-    if (!p_result) return with_request(p_result.error(), "device_info", rootspan::Requested::none());
+    if (!p_result) return with_request(p_result.error(), "provider_device_info", rootspan::Requested::none());
     auto p = std::move(p_result).value();
     if (ordinal >= p->device_count()) {
-      return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "device_info",
+      return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "provider_device_info",
                                   "provider '" + p->name() + "' has " + std::to_string(p->device_count()) +
                                       " devices; ordinal " + std::to_string(ordinal) + " does not exist",
                                   p->device_count(), ordinal);
@@ -174,7 +175,7 @@ rootspan_status rootspan_provider_device_info(rootspan_context *context, const c
     auto called = p->invoke("device_info", [&](rootspan_provider_message *m) {
       return p->table().device_info(p->instance(), ordinal, &full, m);
     });
-    if (!called) return with_request(called.error(), "device_info", rootspan::Requested::none());
+    if (!called) return with_request(called.error(), "provider_device_info", rootspan::Requested::none());
     full.name[sizeof full.name - 1] = '\0';
     full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
     write_struct(info, full);
@@ -186,10 +187,10 @@ rootspan_status rootspan_provider_device_info(rootspan_context *context, const c
 
 rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
                                        rootspan_root **root, rootspan_error **error) {
-  if (context == nullptr || root == nullptr) return invalid(error, "import_unique_root", "context or root is NULL");
-  if (rootspan_status s = check_struct(error, options, "import_unique_root", "options"); s != ROOTSPAN_OK) return s;
+  if (context == nullptr || root == nullptr) return invalid(error, "root_allocate", "context or root is NULL");
+  if (rootspan_status s = check_struct(error, options, "root_allocate", "options"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
-  return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
+  return guarded(error, "root_allocate", [&]() -> rootspan::Result<void> {
     const rootspan_allocate_options o = read_struct(options);
     rootspan::AllocateOptions opts;
     opts.provider = o.provider == nullptr ? "host" : o.provider;
@@ -213,11 +214,11 @@ rootspan_status rootspan_root_import_host(rootspan_context *context, const roots
     const rootspan_host_import i = read_struct(import);
     if (i.deleter != nullptr) i.deleter(i.deleter_context, i.data);
   }
-  if (context == nullptr || root == nullptr) return invalid(error, "import_unique_root", "context or root is NULL");
+  if (context == nullptr || root == nullptr) return invalid(error, "root_import_host", "context or root is NULL");
   // A struct_size that cannot be read leaves the deleter unknown: it is not called.
-  if (rootspan_status s = check_struct(error, import, "import_unique_root", "import"); s != ROOTSPAN_OK) return s;
+  if (rootspan_status s = check_struct(error, import, "root_import_host", "import"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
-  return guarded(error, "import_unique_root", [&]() -> rootspan::Result<void> {
+  return guarded(error, "root_import_host", [&]() -> rootspan::Result<void> {
     const rootspan_host_import i = read_struct(import);
     rootspan::HostImport host;
     host.provider = i.provider == nullptr ? "host" : i.provider;
@@ -250,15 +251,15 @@ rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_
 }
 
 rootspan_status rootspan_root_release(rootspan_root *root, rootspan_error **error) {
-  if (root == nullptr) return invalid(error, "release_root", "root is NULL");
-  return guarded(error, "release_root", [&] { return root_of(root)->context->release(root_of(root)); });
+  if (root == nullptr) return invalid(error, "root_release", "root is NULL");
+  return guarded(error, "root_release", [&] { return root_of(root)->context->release(root_of(root)); });
 }
 
 rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset, uint64_t length, rootspan_span *span,
                                      rootspan_error **error) {
-  if (root == nullptr) return invalid(error, "span", "root is NULL");
-  if (rootspan_status s = check_struct(error, span, "span", "span"); s != ROOTSPAN_OK) return s;
-  return guarded(error, "span", [&]() -> rootspan::Result<void> {
+  if (root == nullptr) return invalid(error, "span_derive", "root is NULL");
+  if (rootspan_status s = check_struct(error, span, "span_derive", "span"); s != ROOTSPAN_OK) return s;
+  return guarded(error, "span_derive", [&]() -> rootspan::Result<void> {
     auto s_result = rootspan::span_of(*root_of(root), offset, length);
     if (!s_result) return std::move(s_result).error();
     auto s = std::move(s_result).value();
@@ -271,12 +272,12 @@ rootspan_status rootspan_span_derive(const rootspan_root *root, uint64_t offset,
 
 rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uint64_t length, rootspan_claim_mode mode,
                                        rootspan_claim **claim, rootspan_error **error) {
-  if (root == nullptr || claim == nullptr) return invalid(error, "claim", "root or claim is NULL");
+  if (root == nullptr || claim == nullptr) return invalid(error, "claim_acquire", "root or claim is NULL");
   if (mode != ROOTSPAN_CLAIM_SHARED && mode != ROOTSPAN_CLAIM_EXCLUSIVE) {
-    return invalid(error, "claim", "mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
+    return invalid(error, "claim_acquire", "mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
   }
   *claim = nullptr;
-  return guarded(error, "claim", [&]() -> rootspan::Result<void> {
+  return guarded(error, "claim_acquire", [&]() -> rootspan::Result<void> {
     auto c_result = rootspan::claim_acquire(*root_of(root), offset, length, mode);
     if (!c_result) return std::move(c_result).error();
     auto c = std::move(c_result).value();
@@ -304,8 +305,8 @@ rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_sp
 }
 
 rootspan_status rootspan_claim_release(rootspan_claim *claim, rootspan_error **error) {
-  if (claim == nullptr) return invalid(error, "release_claim", "claim is NULL");
-  return guarded(error, "release_claim", [&] { return rootspan::claim_release(*claim_of(claim)); });
+  if (claim == nullptr) return invalid(error, "claim_release", "claim is NULL");
+  return guarded(error, "claim_release", [&] { return rootspan::claim_release(*claim_of(claim)); });
 }
 
 // ---- mappings ---------------------------------------------------------------------
@@ -352,17 +353,17 @@ rootspan_status rootspan_unmap(rootspan_mapping *mapping) {
 
 rootspan_status rootspan_device_access_prepare(rootspan_claim *claim, const rootspan_device_access_request *request,
                                                rootspan_device_access *access, rootspan_error **error) {
-  if (claim == nullptr) return invalid(error, "prepare_device_access", "claim is NULL");
-  if (rootspan_status s = check_struct(error, request, "prepare_device_access", "request"); s != ROOTSPAN_OK) return s;
-  if (rootspan_status s = check_struct(error, access, "prepare_device_access", "access"); s != ROOTSPAN_OK) return s;
-  return guarded(error, "prepare_device_access",
+  if (claim == nullptr) return invalid(error, "device_access_prepare", "claim is NULL");
+  if (rootspan_status s = check_struct(error, request, "device_access_prepare", "request"); s != ROOTSPAN_OK) return s;
+  if (rootspan_status s = check_struct(error, access, "device_access_prepare", "access"); s != ROOTSPAN_OK) return s;
+  return guarded(error, "device_access_prepare",
                  [&] { return rootspan::device_access_prepare(*claim_of(claim), read_struct(request), *access); });
 }
 
 rootspan_status rootspan_device_access_release(rootspan_claim *claim, const rootspan_device_access *access) {
   if (claim == nullptr || !struct_size_ok(access)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   rootspan_error *ignored = nullptr;
-  const rootspan_status status = guarded(&ignored, "release_device_access",
+  const rootspan_status status = guarded(&ignored, "device_access_release",
                                          [&] { return rootspan::device_access_release(*claim_of(claim), *access); });
   rootspan_error_free(ignored);
   return status;

@@ -10,8 +10,11 @@
 #include <new>
 #include <string>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
+#include "core/device_access.hpp"
+#include "core/mapping.hpp"
 #include "core/struct_io.hpp"
 #include "rootspan/rootspan.h"
 

@@ -1,26 +1,26 @@
-#include "access.hpp"
-#include "span.hpp"
+#include "core/claim_ops.hpp"
+#include "core/span_derivation.hpp"
 
 namespace rootspan {
 
 Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t length) {
   auto span = derive_span(root.id, root.extent, offset, length);
-  if (!span) return with_request(span.error(), "span", root.request(offset, length));
+  if (!span) return with_request(span.error(), "span_derive", root.request(offset, length));
   return span;
 }
 
 Result<Claim *> claim_acquire(Root &root, std::uint64_t offset, std::uint64_t length, rootspan_claim_mode mode) {
   auto span = derive_span(root.id, root.extent, offset, length);
-  if (!span) return with_request(span.error(), "claim", root.request(offset, length));
+  if (!span) return with_request(span.error(), "claim_acquire", root.request(offset, length));
   if (mode == ROOTSPAN_CLAIM_EXCLUSIVE && root.read_only) {
     Diagnostic d =
-        make_error(ROOTSPAN_ERR_READ_ONLY, "claim", "root is read-only; an exclusive claim needs write access");
+        make_error(ROOTSPAN_ERR_READ_ONLY, "claim_acquire", "root is read-only; an exclusive claim needs write access");
     d.requested = root.request(offset, length);
     return d;
   }
   std::lock_guard lock(root.mutex);
   auto claim = root.claims.acquire(&root, span.value(), mode);
-  if (!claim) return with_request(claim.error(), "claim", root.request(offset, length));
+  if (!claim) return with_request(claim.error(), "claim_acquire", root.request(offset, length));
   return claim;
 }
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/span.hpp"
 #include "root.hpp"
-#include "span.hpp"
 
 namespace rootspan {
 
@@ -43,7 +43,7 @@ Result<Claim *> ClaimBook::acquire(Root *root, const Span &span, rootspan_claim_
   for (const Claim *other : live_) {
     if ((mode == ROOTSPAN_CLAIM_EXCLUSIVE || other->mode == ROOTSPAN_CLAIM_EXCLUSIVE) &&
         spans_overlap(span, other->span)) {
-      Diagnostic d = make_error(ROOTSPAN_ERR_CONFLICT, "claim", "conflict with " + describe_claim(*other));
+      Diagnostic d = make_error(ROOTSPAN_ERR_CONFLICT, "claim_acquire", "conflict with " + describe_claim(*other));
       return d;
     }
   }
@@ -100,7 +100,7 @@ Result<void> ClaimBook::split(Claim *parent, const Span *children, std::size_t c
 
 Result<void> ClaimBook::release(Claim *claim) {
   if (claim->children != 0 || claim->mappings != 0 || claim->device_accesses != 0) {
-    return make_error(ROOTSPAN_ERR_BUSY, "release_claim",
+    return make_error(ROOTSPAN_ERR_BUSY, "claim_release",
                       describe_claim(*claim) + " still has " + std::to_string(claim->children) + " children, " +
                           std::to_string(claim->mappings) + " mappings and " + std::to_string(claim->device_accesses) +
                           " device accesses");

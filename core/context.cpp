@@ -4,9 +4,9 @@
 #include <cstring>
 #include <optional>
 
-#include "abi_negotiation.hpp"
+#include "core/loader/abi_negotiation.hpp"
+#include "core/loader/static_providers.hpp"
 #include "dtype.hpp"
-#include "static_providers.hpp"
 
 namespace rootspan {
 
@@ -215,7 +215,7 @@ Result<Root *> Context::adopt(const std::shared_ptr<Provider> &provider, const r
 
 Result<Root *> Context::allocate(const AllocateOptions &options) {
   const Requested requested = Requested::range(0, options.byte_length);
-  auto fail = [&](Diagnostic d) { return with_request(std::move(d), "import_unique_root", requested); };
+  auto fail = [&](Diagnostic d) { return with_request(std::move(d), "root_allocate", requested); };
   auto provider = this->provider(options.provider);
   if (!provider) return fail(provider.error());
   if (!is_power_of_two(options.alignment)) {
@@ -238,7 +238,7 @@ Result<Root *> Context::allocate(const AllocateOptions &options) {
   if (!made) return fail(made.error());
   allocation.struct_size = sizeof allocation;
   return adopt(provider.value(), allocation, {options.byte_length, options.alignment, options.dtype}, false,
-               "import_unique_root");
+               "root_allocate");
 }
 
 Result<Root *> Context::import_host(const HostImport &import) {
@@ -249,7 +249,7 @@ Result<Root *> Context::import_host(const HostImport &import) {
   const Requested requested = Requested::range(0, memory.byte_length);
   auto fail = [&](Diagnostic d) {
     delete_caller_memory();
-    return with_request(std::move(d), "import_unique_root", requested);
+    return with_request(std::move(d), "root_import_host", requested);
   };
   auto provider = this->provider(import.provider);
   if (!provider) return fail(provider.error());
@@ -282,8 +282,8 @@ Result<Root *> Context::import_host(const HostImport &import) {
   allocation.struct_size = sizeof allocation;
   // From here the provider owns the deleter: a rejected import releases the
   // allocation, and the provider's release calls it.
-  auto adopted = adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only,
-                       "import_unique_root");
+  auto adopted =
+      adopt(provider.value(), allocation, {memory.byte_length, 1, import.dtype}, import.read_only, "root_import_host");
   // The caller has no handle yet: no other thread can map the root before this.
   if (adopted) adopted.value()->backing_check = import.backing_check;
   return adopted;
@@ -295,7 +295,7 @@ Result<void> Context::release(Root *root) {
     std::lock_guard table_lock(mutex_);
     std::lock_guard root_lock(root->mutex);
     if (root->claims.live_count() != 0) {
-      Diagnostic d = make_error(ROOTSPAN_ERR_BUSY, "release_root",
+      Diagnostic d = make_error(ROOTSPAN_ERR_BUSY, "root_release",
                                 str(root->claims.live_count()) + " claims are live, the first: " +
                                     describe_claim(*root->claims.first_live()) + "; the root stays valid",
                                 0, root->claims.live_count());

@@ -4,7 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "access.hpp"
+#include "core/copy.hpp"
+#include "core/mapping.hpp"
 #include "mapped_read.hpp"
 
 namespace rootspan {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "access.hpp"
+#include "core/device_access.hpp"
 #include "struct_io.hpp"
 
 namespace rootspan {
@@ -61,7 +61,7 @@ Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_re
   const Requested requested = Requested::root_range(root.id, {request.key.domain, request.key.local},
                                                     claim.relative_offset(), request.byte_length);
   auto fail = [&](Diagnostic d) {
-    d.operation = "prepare_device_access";
+    d.operation = "device_access_prepare";
     d.requested = requested;
     d.resolution = claim.span;
     return d;
@@ -127,7 +127,7 @@ Result<void> device_access_release(Claim &claim, const rootspan_device_access &a
   std::lock_guard lock(root.mutex);
   if (claim.device_accesses == 0) {
     Diagnostic d =
-        make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "release_device_access", "the claim has no device access to release");
+        make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "device_access_release", "the claim has no device access to release");
     return d;
   }
   const rootspan_device_access full = read_struct(&access);

@@ -11,15 +11,11 @@
 
 #include <boost/outcome.hpp>
 
+#include "core/key.hpp"
+#include "core/span.hpp"
 #include "rootspan/rootspan.h"
 
 namespace rootspan {
-
-struct Key {
-  std::uint64_t domain = 0;
-  std::uint64_t local = 0;
-  friend bool operator==(const Key &, const Key &) = default;
-};
 
 // What an operation was asked to do; mirrors rootspan_requested.
 struct Requested {
@@ -41,18 +37,9 @@ struct Requested {
   }
 };
 
-// A span: a range bound to one root (docs/concepts.md).
-struct Span {
-  std::uint64_t root_id = 0;
-  std::uint64_t offset = 0;  // absolute byte offset in the allocation
-  std::uint64_t length = 0;
-  std::uint64_t alignment = 1;
-  std::uint64_t end() const { return offset + length; }
-};
-
 struct Diagnostic {
   rootspan_status code = ROOTSPAN_OK;
-  std::string operation;  // "claim", "map_read", "load_manifest", ...
+  std::string operation;  // "claim_acquire", "map_read", "load_manifest", ...
   Requested requested;
   std::optional<Span> resolution;
   std::string cause;                                              // "conflict with exclusive claim [0,96)"
@@ -120,7 +107,7 @@ using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Failure, BOOST_OUTCOME_V2_N
   do {                                                      \
     auto rootspan_result_ = (expr);                         \
     if (!rootspan_result_) return rootspan_result_.error(); \
-    target = std::move(rootspan_result_).value();           \
+    (target) = std::move(rootspan_result_).value();         \
   } while (0)
 
 // Fills in what the operation asked for, where the failing helper could not know.

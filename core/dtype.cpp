@@ -13,7 +13,8 @@ struct DTypeRow {
   std::uint64_t alignment;
 };
 
-// Indexed by the rootspan_dtype value.
+// Indexed by the rootspan_dtype value; one row a line, as the enum reads.
+// clang-format off
 constexpr std::array<DTypeRow, 22> kTable = {{
     {ROOTSPAN_DTYPE_NONE, "NONE", 8, 1},
     {ROOTSPAN_DTYPE_BOOL, "BOOL", 8, 1},
@@ -38,6 +39,7 @@ constexpr std::array<DTypeRow, 22> kTable = {{
     {ROOTSPAN_DTYPE_F6_E2M3, "F6_E2M3", 6, 1},
     {ROOTSPAN_DTYPE_F6_E3M2, "F6_E3M2", 6, 1},
 }};
+// clang-format on
 
 const DTypeRow *row(rootspan_dtype dtype) {
   if (dtype < 0 || static_cast<std::size_t>(dtype) >= kTable.size()) return nullptr;
@@ -70,9 +72,7 @@ const char *dtype_name(rootspan_dtype dtype) {
 
 bool dtype_can_view(rootspan_dtype root, rootspan_dtype view) {
   if (root == view) return true;
-  auto pair = [&](rootspan_dtype a, rootspan_dtype b) {
-    return (root == a && view == b) || (root == b && view == a);
-  };
+  auto pair = [&](rootspan_dtype a, rootspan_dtype b) { return (root == a && view == b) || (root == b && view == a); };
   return pair(ROOTSPAN_DTYPE_C32, ROOTSPAN_DTYPE_F32) || pair(ROOTSPAN_DTYPE_C64, ROOTSPAN_DTYPE_F64);
 }
 

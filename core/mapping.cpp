@@ -3,7 +3,7 @@
 #include <bit>
 #include <string>
 
-#include "access.hpp"
+#include "core/mapping.hpp"
 #include "dtype.hpp"
 
 namespace rootspan {

@@ -25,7 +25,7 @@ Result<void> Context::release_together(const std::vector<Root *> &roots, const s
       if (root.claims.live_count() != 0) {
         const std::string what = i < names.size() ? names[i] : "root " + std::to_string(root.id);
         Diagnostic d = make_error(
-            ROOTSPAN_ERR_BUSY, "release_root",
+            ROOTSPAN_ERR_BUSY, "weights_free",
             what + " is still claimed (" + describe_claim(*root.claims.first_live()) + "); nothing was released", 0,
             root.claims.live_count());
         d.requested = root.request(0, root.extent.length);

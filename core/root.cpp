@@ -16,9 +16,9 @@ Result<void> validate_allocation(const Provider &provider, const rootspan_provid
   BOOST_OUTCOME_TRY(validate_key(key));
   BOOST_OUTCOME_TRY(validate_extent({key, allocation.byte_offset, allocation.byte_length, allocation.alignment}));
   if (!provider.owns_domain(key.domain)) {
-    return make_error(ROOTSPAN_ERR_DOMAIN_NOT_GRANTED, "",
-                      "provider '" + provider.name() + "' reported domain " + str(key.domain) +
-                          ", which it was not granted");
+    return make_error(
+        ROOTSPAN_ERR_DOMAIN_NOT_GRANTED, "",
+        "provider '" + provider.name() + "' reported domain " + str(key.domain) + ", which it was not granted");
   }
   if (allocation.byte_length != expected.byte_length) {
     return make_error(ROOTSPAN_ERR_LENGTH_MISMATCH, "",

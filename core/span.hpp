@@ -1,17 +1,18 @@
-// Span derivation (docs/concepts.md): a range relative to a root becomes a span
-// bound to that root, with its derived alignment.
+// A span: a range bound to one root (docs/concepts.md). How a range relative
+// to a root becomes one is span_derivation.hpp.
 #pragma once
 
-#include "diagnostic.hpp"
-#include "extent.hpp"
+#include <cstdint>
 
 namespace rootspan {
 
-// Checks, in order: root end overflow and relative end overflow
-// (RangeOverflow); absolute offset overflow (OffsetOverflow); outside the root
-// (OutsideRootExtent). Derived alignment is the root's when the relative
-// offset is 0, else min(root alignment, lowest set bit of the offset).
-Result<Span> derive_span(std::uint64_t root_id, const Extent &root, std::uint64_t offset, std::uint64_t length);
+struct Span {
+  std::uint64_t root_id = 0;
+  std::uint64_t offset = 0;  // absolute byte offset in the allocation
+  std::uint64_t length = 0;
+  std::uint64_t alignment = 1;
+  std::uint64_t end() const { return offset + length; }
+};
 
 // Empty spans overlap nothing; spans of different roots never overlap.
 inline bool spans_overlap(const Span &a, const Span &b) {

@@ -7,6 +7,8 @@ packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-d
 # The install test: a program built with CMake's find_package; the manifest
 # checked against its JSON Schema.
 packages+=(cmake python3-jsonschema)
+# The formatting check of .ci/run and the .clang-tidy checks.
+packages+=(clang-format-14 clang-tidy-14)
 # The Rust embedding example.
 packages+=(rustc)
 # setpriv, useradd: the loader's security tests act as a second user.

@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
 #include "core/dtype.hpp"
+#include "core/mapping.hpp"
 #include "weights/available_memory.hpp"
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"

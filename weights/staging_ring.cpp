@@ -1,5 +1,8 @@
 #include "weights/staging_ring.hpp"
 
+#include "core/claim_ops.hpp"
+#include "core/mapping.hpp"
+
 #include <optional>
 #include <utility>
 

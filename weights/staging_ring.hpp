@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "core/access.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 
 namespace rootspan::weights {
 

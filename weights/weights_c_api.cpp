@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"
-#include "core/provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 #include "rootspan/weights.h"
 #include "weights/component_selection.hpp"
 #include "weights/inspect.hpp"
@@ -307,7 +307,7 @@ rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error 
     names.push_back("component \"" + c.id + "\"");
   }
   const rootspan_status status =
-      guarded(error, "release_root", [&] { return weights->context->release_together(roots, names); });
+      guarded(error, "weights_free", [&] { return weights->context->release_together(roots, names); });
   if (status == ROOTSPAN_OK) delete weights;
   return status;
 }

@@ -81,10 +81,13 @@ typedef struct rootspan_span {
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_span, ROOTSPAN_SPAN_STRUCT_SIZE);
 
 ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
-/* The operation's name: "claim", "map_read", "import_unique_root", ... The
- * string lives as long as the error. */
+/* The operation's name: the C function that failed without its "rootspan_"
+ * prefix ("claim_acquire", "map_read", "root_allocate", ...), or for the
+ * loader and the weight loader the stage that failed inside it
+ * ("load_manifest", "load_plugin", "open_checkpoint", "load_component", ...).
+ * The string lives as long as the error. */
 ROOTSPAN_API const char *rootspan_error_operation(const rootspan_error *error);
-/* The whole message, e.g. "claim for root 7 key (3,12) range [64,128):
+/* The whole message, e.g. "claim_acquire for root 7 key (3,12) range [64,128):
  * unresolved: conflict with exclusive claim [0,96)". Lives as long as the error. */
 ROOTSPAN_API const char *rootspan_error_message(const rootspan_error *error);
 /* The cause alone, e.g. "conflict with exclusive claim [0,96)". */

@@ -83,8 +83,8 @@ typedef struct rootspan_load_options {
   /* Tensor-parallel loading: with world_size > 0, only this rank's slice of
    * each component is read and loaded (each component's shape is then its
    * slice's). world_size 0: the whole checkpoint, as without these fields. */
-  uint32_t rank;                          /* in [0, world_size) */
-  uint32_t world_size;                    /* ranks in all; 0: no slicing */
+  uint32_t rank;       /* in [0, world_size) */
+  uint32_t world_size; /* ranks in all; 0: no slicing */
   /* split_rule_count rules; borrowed for the call; NULL/0: replicate all. The array is one version of the
      struct: rules lie split_rules[0].struct_size apart, rounded up to the struct's alignment (sizeof). */
   const rootspan_split_rule *split_rules;

@@ -36,7 +36,7 @@ static int read_component(rootspan_root *root, rootspan_dtype dtype, uint64_t le
 
   /* Call first, then look at the error: *error is only set by the call. */
   status = rootspan_claim_acquire(root, 0, length, ROOTSPAN_CLAIM_SHARED, &claim, &error);
-  if (failed(status, error, "claim")) return 1;
+  if (failed(status, error, "claim_acquire")) return 1;
   status = rootspan_map_read(claim, dtype, 0, length, &mapping, &error);
   if (failed(status, error, "map_read")) {
     rootspan_claim_release(claim, NULL);

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "gpu_provider.hpp"
+#include "plugins/gpu/gpu_provider.hpp"
 
 namespace {
 

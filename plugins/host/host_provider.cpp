@@ -255,26 +255,26 @@ void host_unmap(rootspan_provider_instance *, const rootspan_provider_allocation
 }
 
 const rootspan_provider_table kHostTable = {
-    sizeof(rootspan_provider_table),
-    ROOTSPAN_PROVIDER_ABI_MAJOR,
-    ROOTSPAN_PROVIDER_ABI_MINOR,
-    "host",
-    "host",
-    host_init,
-    host_shutdown,
-    host_device_count,
-    host_device_info,
-    host_allocate,
-    host_release,
-    host_map,
-    host_map,
-    host_unmap,
-    nullptr,  // prepare_device_access: host memory has no device view
-    nullptr,  // release_device_access
-    nullptr,  // copy_from_host: the core copies through a mapping
-    nullptr,  // copy_to_host
-    nullptr,  // event_wait
-    host_import,
+    .struct_size = sizeof(rootspan_provider_table),
+    .abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR,
+    .abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR,
+    .name = "host",
+    .kind = "host",
+    .init = host_init,
+    .shutdown = host_shutdown,
+    .device_count = host_device_count,
+    .device_info = host_device_info,
+    .allocate = host_allocate,
+    .release = host_release,
+    .map_read = host_map,
+    .map_write = host_map,
+    .unmap = host_unmap,
+    .prepare_device_access = nullptr,  // host memory has no device view
+    .release_device_access = nullptr,
+    .copy_from_host = nullptr,  // the core copies through a mapping
+    .copy_to_host = nullptr,
+    .event_wait = nullptr,
+    .import_host_memory = host_import,
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The ROCm provider (docs/writing-a-provider.md): plugins/cuda/gpu_provider.hpp over HIP
+// The ROCm provider (docs/writing-a-provider.md): plugins/gpu/gpu_provider.hpp over HIP
 // (libamdhip64). HIP mirrors the CUDA runtime call for call; what differs is
 // named here. Without an AMD GPU (no /dev/kfd) the plugin still loads and
 // reports zero devices with HIP's own reason (hipErrorNoDevice).
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "gpu_provider.hpp"
+#include "plugins/gpu/gpu_provider.hpp"
 
 namespace {
 

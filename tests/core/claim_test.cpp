@@ -35,10 +35,10 @@ class Claims : public CoreTest {
     ASSERT_EQ(rootspan_claim_acquire(root_, offset, length, mode, &c, e.out()), ROOTSPAN_ERR_CONFLICT) << e.message();
     EXPECT_EQ(c, nullptr);
     EXPECT_EQ(e.code(), ROOTSPAN_ERR_CONFLICT);
-    EXPECT_EQ(e.operation(), "claim");
+    EXPECT_EQ(e.operation(), "claim_acquire");
     EXPECT_EQ(e.cause(), "conflict with " + other);
     EXPECT_EQ(e.message(),
-              root_request("claim", root_, offset, offset + length) + ": unresolved: conflict with " + other);
+              root_request("claim_acquire", root_, offset, offset + length) + ": unresolved: conflict with " + other);
     const rootspan_requested r = e.requested();
     EXPECT_EQ(r.kind, ROOTSPAN_REQUESTED_ROOT_KEY_RANGE);
     EXPECT_EQ(r.root_id, info_of(root_).root_id);
@@ -134,16 +134,16 @@ TEST_F(Claims, ClaimsAreCheckedAsSpans) {
   Err e;
   ASSERT_EQ(rootspan_claim_acquire(root_, 100, 100, ROOTSPAN_CLAIM_SHARED, &c, e.out()),
             ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
-  EXPECT_EQ(e.message(),
-            root_request("claim", root_, 100, 200) + ": unresolved: range ends at 200, past the root's length 128");
+  EXPECT_EQ(e.message(), root_request("claim_acquire", root_, 100, 200) +
+                             ": unresolved: range ends at 200, past the root's length 128");
   ASSERT_EQ(rootspan_claim_acquire(root_, 1, UINT64_MAX, ROOTSPAN_CLAIM_SHARED, &c, e.out()),
             ROOTSPAN_ERR_RANGE_OVERFLOW);
   EXPECT_EQ(e.cause(), "relative offset 1 + length 18446744073709551615 overflows 64 bits");
   ASSERT_EQ(rootspan_claim_acquire(root_, 0, 8, 7, &c, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.message(), "claim: mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
+  EXPECT_EQ(e.message(), "claim_acquire: mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
   ASSERT_EQ(rootspan_claim_acquire(nullptr, 0, 8, ROOTSPAN_CLAIM_SHARED, &c, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_claim_release(nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.message(), "release_claim: claim is NULL");
+  EXPECT_EQ(e.message(), "claim_release: claim is NULL");
 }
 
 TEST_F(Claims, ExclusiveClaimOnAReadOnlyRootIsReadOnly) {
@@ -155,7 +155,7 @@ TEST_F(Claims, ExclusiveClaimOnAReadOnlyRootIsReadOnly) {
   ASSERT_EQ(rootspan_root_import_host(context_, &import, &ro, e.out()), ROOTSPAN_OK) << e.message();
   rootspan_claim *c = nullptr;
   ASSERT_EQ(rootspan_claim_acquire(ro, 8, 8, ROOTSPAN_CLAIM_EXCLUSIVE, &c, e.out()), ROOTSPAN_ERR_READ_ONLY);
-  EXPECT_EQ(e.message(), root_request("claim", ro, 8, 16) +
+  EXPECT_EQ(e.message(), root_request("claim_acquire", ro, 8, 16) +
                              ": unresolved: root is read-only; an exclusive claim needs write access");
   // Even an empty exclusive claim asks for write access.
   ASSERT_EQ(rootspan_claim_acquire(ro, 8, 0, ROOTSPAN_CLAIM_EXCLUSIVE, &c, e.out()), ROOTSPAN_ERR_READ_ONLY);
@@ -192,8 +192,8 @@ TEST_F(Claims, AnExclusiveClaimSplitsIntoDisjointChildren) {
   EXPECT_EQ(e.message(),
             root_request("map_read", root_, 0, 128) + ": unresolved: the claim is split; map its children instead");
   ASSERT_EQ(rootspan_claim_release(parent, e.out()), ROOTSPAN_ERR_BUSY);
-  EXPECT_EQ(e.operation(), "release_claim");
-  EXPECT_EQ(e.message(), root_request("release_claim", root_, 0, 128) +
+  EXPECT_EQ(e.operation(), "claim_release");
+  EXPECT_EQ(e.message(), root_request("claim_release", root_, 0, 128) +
                              ": resolved to span [0,128): exclusive claim [0,128) still has 3 children, 0 mappings and "
                              "0 device accesses");
   rootspan_span resolved{};

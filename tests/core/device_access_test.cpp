@@ -60,14 +60,14 @@ class DeviceAccess : public CoreTest {
     Err e;
     ASSERT_EQ(prepare(c, r, a, e), ROOTSPAN_ERR_INVALID_REQUEST) << e.message();
     EXPECT_EQ(e.code(), ROOTSPAN_ERR_INVALID_REQUEST);
-    EXPECT_EQ(e.operation(), "prepare_device_access");
+    EXPECT_EQ(e.operation(), "device_access_prepare");
     EXPECT_EQ(e.cause(), cause);
     rootspan_span span{};
     ASSERT_TRUE(e.resolution(&span));
     const rootspan_requested q = e.requested();
     EXPECT_EQ(q.kind, ROOTSPAN_REQUESTED_ROOT_KEY_RANGE);
     EXPECT_EQ(q.root_id, info_of(root_).root_id);
-    EXPECT_EQ(e.message(), "prepare_device_access for root " + str(q.root_id) + " key " + key_text(r.key) + " range " +
+    EXPECT_EQ(e.message(), "device_access_prepare for root " + str(q.root_id) + " key " + key_text(r.key) + " range " +
                                range_text(q.offset, q.offset + r.byte_length) + ": resolved to span " +
                                range_text(span.offset, span.offset + span.length) + ": " + cause);
     EXPECT_EQ(counters().prepare.load(), 0) << "an invalid request must not reach the provider";
@@ -286,7 +286,7 @@ TEST_F(DeviceAccess, HostRootsAreUnsupported) {
   rootspan_device_access a = access_out();
   Err e;
   ASSERT_EQ(prepare(c, r, a, e), ROOTSPAN_ERR_UNSUPPORTED);
-  EXPECT_EQ(e.message(), root_request("prepare_device_access", host, 0, 64) +
+  EXPECT_EQ(e.message(), root_request("device_access_prepare", host, 0, 64) +
                              ": resolved to span [0,64): provider 'host' has no device access");
   EXPECT_EQ(a.device_ptr, nullptr);
   // Nothing is held: the claim releases.
@@ -345,7 +345,7 @@ TEST_F(DeviceAccess, BadArgumentsAreInvalidArgument) {
   EXPECT_EQ(rootspan_device_access_prepare(nullptr, &r, &a, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_device_access_prepare(c, nullptr, &a, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_device_access_prepare(c, &r, nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.operation(), "prepare_device_access");
+  EXPECT_EQ(e.operation(), "device_access_prepare");
   r.rank = 2;
   r.shape = nullptr;
   ASSERT_EQ(rootspan_device_access_prepare(c, &r, &a, e.out()), ROOTSPAN_ERR_INVALID_REQUEST);

@@ -331,13 +331,14 @@ int main(void) {
     CHECK(0, "OutsideRootExtent with an error object");
   } else {
     CHECK(rootspan_error_code(error) == ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "code");
-    EXPECT_STRING(rootspan_error_operation(error), "span");
+    EXPECT_STRING(rootspan_error_operation(error), "span_derive");
     EXPECT_STRING(rootspan_error_cause(error), "range ends at 264, past the root's length 256");
     EXPECT_STRING(rootspan_error_policy(error), "");
-    snprintf(text, sizeof text,
-             "span for root %llu key (%llu,%llu) range [250,264): unresolved: range ends at 264, past the root's "
-             "length 256",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
+    snprintf(
+        text, sizeof text,
+        "span_derive for root %llu key (%llu,%llu) range [250,264): unresolved: range ends at 264, past the root's "
+        "length 256",
+        (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     memset(&requested, 0, sizeof requested);
     requested.struct_size = sizeof requested;
@@ -357,9 +358,10 @@ int main(void) {
       error == NULL) {
     CHECK(0, "Conflict with an error object");
   } else {
-    snprintf(text, sizeof text,
-             "claim for root %llu key (%llu,%llu) range [64,128): unresolved: conflict with exclusive claim [0,96)",
-             (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
+    snprintf(
+        text, sizeof text,
+        "claim_acquire for root %llu key (%llu,%llu) range [64,128): unresolved: conflict with exclusive claim [0,96)",
+        (unsigned long long)info.root_id, (unsigned long long)info.key.domain, (unsigned long long)info.key.local);
     EXPECT_STRING(rootspan_error_message(error), text);
     rootspan_error_free(error);
     error = NULL;
@@ -422,7 +424,7 @@ int main(void) {
     CHECK(0, "Unsupported with an error object");
   } else {
     EXPECT_STRING(rootspan_error_cause(error), "provider 'host' has no device access");
-    EXPECT_STRING(rootspan_error_operation(error), "prepare_device_access");
+    EXPECT_STRING(rootspan_error_operation(error), "device_access_prepare");
     memset(&span, 0, sizeof span);
     span.struct_size = sizeof span;
     CHECK(rootspan_error_resolution(error, &span) == 1 && span.offset == 0 && span.length == 96,

@@ -98,13 +98,13 @@ TEST_F(Errors, EveryFieldOfAConflict) {
   ASSERT_NE(error, nullptr);
   const rootspan_root_info info = info_of(root);
   EXPECT_EQ(rootspan_error_code(error), ROOTSPAN_ERR_CONFLICT);
-  EXPECT_STREQ(rootspan_error_operation(error), "claim");
+  EXPECT_STREQ(rootspan_error_operation(error), "claim_acquire");
   EXPECT_STREQ(rootspan_error_cause(error), "conflict with exclusive claim [0,96)");
   EXPECT_STREQ(rootspan_error_policy(error), "");
   // The very shape of docs/concepts.md example, with this root's id and key.
   EXPECT_EQ(std::string(rootspan_error_message(error)),
-            "claim for root " + str(info.root_id) + " key (" + str(info.key.domain) + "," + str(info.key.local) +
-                ") range [64,128): unresolved: conflict with exclusive claim [0,96)");
+            "claim_acquire for root " + str(info.root_id) + " key (" + str(info.key.domain) + "," +
+                str(info.key.local) + ") range [64,128): unresolved: conflict with exclusive claim [0,96)");
   rootspan_requested r{};
   r.struct_size = sizeof r;
   ASSERT_EQ(rootspan_error_requested(error, &r), ROOTSPAN_OK);

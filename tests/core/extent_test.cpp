@@ -96,7 +96,7 @@ class ExtentImport : public CoreTest {
     ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), code) << e.message();
     EXPECT_EQ(root, nullptr);
     EXPECT_EQ(e.code(), code);
-    EXPECT_EQ(e.operation(), "import_unique_root");
+    EXPECT_EQ(e.operation(), "root_allocate");
     EXPECT_EQ(e.policy(), "L9");
     EXPECT_FALSE(e.resolution());
     EXPECT_EQ(counters().release - released, 1) << "the rejected allocation must be released exactly once";
@@ -120,8 +120,7 @@ TEST_F(ExtentImport, OverflowingExtentIsRangeOverflowEvenWithBadAlignmentAndOffs
   EXPECT_EQ(r.offset, kMax - 7);
   EXPECT_EQ(r.length, 64u);
   // The printed range's end is checked in error_test.cpp (it wraps today).
-  EXPECT_EQ(e.message().rfind("import_unique_root for key (" + str(domain_) + ",1) range [18446744073709551608,", 0),
-            0u)
+  EXPECT_EQ(e.message().rfind("root_allocate for key (" + str(domain_) + ",1) range [18446744073709551608,", 0), 0u)
       << e.message();
   EXPECT_NE(e.message().find(": unresolved: L9: offset 18446744073709551608 + length 64 overflows 64 bits"),
             std::string::npos)
@@ -133,7 +132,7 @@ TEST_F(ExtentImport, ZeroAlignmentIsInvalidAlignmentBeforeMisalignedOffset) {
   behaviour().alignment = 0;
   Err e;
   expect_rejected(ROOTSPAN_ERR_INVALID_ALIGNMENT, e);
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(domain_) +
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) +
                              ",1) range [3,67): unresolved: L9: alignment 0 is not a non-zero power of two");
   EXPECT_EQ(e.cause(), "alignment 0 is not a non-zero power of two");
 }
@@ -151,7 +150,7 @@ TEST_F(ExtentImport, OffsetNotAMultipleOfAlignmentIsMisalignedOffset) {
   behaviour().alignment = 64;
   Err e;
   expect_rejected(ROOTSPAN_ERR_MISALIGNED_OFFSET, e);
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(domain_) +
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) +
                              ",1) range [32,96): unresolved: L9: offset 32 is not a multiple of alignment 64");
   std::uint64_t expected = 1, actual = 1;
   ASSERT_TRUE(e.values(&expected, &actual));

@@ -33,7 +33,7 @@ class Import : public CoreTest {
     ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), code) << e.message();
     EXPECT_EQ(root, nullptr);
     EXPECT_EQ(e.code(), code);
-    EXPECT_EQ(e.operation(), "import_unique_root");
+    EXPECT_EQ(e.operation(), "root_allocate");
     EXPECT_EQ(counters().release - released, 1) << "the rejected allocation must be released exactly once";
     EXPECT_EQ(live_blocks(), blocks);
   }
@@ -44,7 +44,7 @@ class Import : public CoreTest {
     ASSERT_EQ(rootspan_root_import_host(context_, &import, &root, e.out()), code) << e.message();
     EXPECT_EQ(root, nullptr);
     EXPECT_EQ(e.code(), code);
-    EXPECT_EQ(e.operation(), "import_unique_root");
+    EXPECT_EQ(e.operation(), "root_import_host");
   }
 
   std::uint64_t domain_ = 0;
@@ -60,8 +60,8 @@ TEST_F(Import, DuplicateIdentityIsRefusedAndTheRejectedAllocationReleasedOnce) {
   expect_rejected(ROOTSPAN_ERR_DUPLICATE_IDENTITY, e);
   const std::string key = "(" + str(domain_) + ",7)";
   EXPECT_EQ(e.cause(), "live root " + str(first_id) + " already has key " + key);
-  EXPECT_EQ(e.message(), "import_unique_root for key " + key + " range [0,64): unresolved: L9: live root " +
-                             str(first_id) + " already has key " + key);
+  EXPECT_EQ(e.message(), "root_allocate for key " + key + " range [0,64): unresolved: L9: live root " + str(first_id) +
+                             " already has key " + key);
   const rootspan_requested r = e.requested();
   EXPECT_EQ(r.kind, ROOTSPAN_REQUESTED_KEY_RANGE);
   EXPECT_EQ(r.key.domain, domain_);
@@ -90,7 +90,7 @@ TEST_F(Import, DomainNotGrantedIsRefused) {
   expect_rejected(ROOTSPAN_ERR_DOMAIN_NOT_GRANTED, e);
   const std::uint64_t bad = domain_ + ROOTSPAN_DOMAINS_PER_PROVIDER;
   EXPECT_EQ(e.cause(), "provider 'test' reported domain " + str(bad) + ", which it was not granted");
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(bad) + ",1) range [0,64): unresolved: L9: " + e.cause());
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(bad) + ",1) range [0,64): unresolved: L9: " + e.cause());
 }
 
 TEST_F(Import, AnotherProvidersDomainIsNotGranted) {
@@ -119,7 +119,7 @@ TEST_F(Import, KeysWithAZeroHalfAreInvalidKey) {
   behaviour().local = 0;
   Err e;
   expect_rejected(ROOTSPAN_ERR_INVALID_KEY, e);
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(domain_) +
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) +
                              ",0) range [0,64): unresolved: L9: allocation key (" + str(domain_) +
                              ",0) has a zero half; both domain and local id must be non-zero");
   behaviour().local.reset();
@@ -134,8 +134,7 @@ TEST_F(Import, HostPointerThatMissesItsClaimedAlignmentIsMisaligned) {
   Err e;
   expect_rejected(ROOTSPAN_ERR_MISALIGNED, e);
   EXPECT_EQ(e.cause(), "provider 'test' claims alignment 64 but its host pointer is 8 bytes past an aligned address");
-  EXPECT_EQ(e.message(),
-            "import_unique_root for key (" + str(domain_) + ",1) range [0,64): unresolved: L9: " + e.cause());
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) + ",1) range [0,64): unresolved: L9: " + e.cause());
   std::uint64_t expected = 1, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 0u);
@@ -173,7 +172,7 @@ TEST_F(Import, ReturnedLengthMustEqualTheRequest) {
   behaviour().byte_length = 65;
   Err e;
   expect_rejected(ROOTSPAN_ERR_LENGTH_MISMATCH, e);
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(domain_) +
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) +
                              ",1) range [0,65): unresolved: L9: provider 'test' returned 65 bytes for a request of 64");
   std::uint64_t expected = 0, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
@@ -187,7 +186,7 @@ TEST_F(Import, ReturnedLengthMustEqualTheRequest) {
 TEST_F(Import, TypedRootMustBeAWholeNumberOfElements) {
   Err e;
   expect_rejected(ROOTSPAN_ERR_DTYPE_MISMATCH, e, 10, 64, ROOTSPAN_DTYPE_F32);
-  EXPECT_EQ(e.message(), "import_unique_root for key (" + str(domain_) +
+  EXPECT_EQ(e.message(), "root_allocate for key (" + str(domain_) +
                              ",1) range [0,10): unresolved: L9: a typed root of F32 needs a whole number of 4-byte "
                              "elements; length is 10");
   std::uint64_t expected = 1, actual = 0;
@@ -211,7 +210,7 @@ TEST_F(Import, UnknownElementTypeIsRefusedBeforeTheProviderIsAsked) {
   rootspan_root *root = nullptr;
   Err e;
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: dtype 99 is not a rootspan_dtype value");
+  EXPECT_EQ(e.message(), "root_allocate for range [0,64): unresolved: dtype 99 is not a rootspan_dtype value");
   EXPECT_EQ(counters().allocate.load(), 0);
 }
 
@@ -233,12 +232,11 @@ TEST_F(Import, AllocateRefusesBadAlignmentAndUnknownProvider) {
   rootspan_root *root = nullptr;
   Err e;
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_INVALID_ALIGNMENT);
-  EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: alignment 48 is not a non-zero power of two");
+  EXPECT_EQ(e.message(), "root_allocate for range [0,64): unresolved: alignment 48 is not a non-zero power of two");
   o = allocate_options("nope", 64);
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
+            "root_allocate for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
   EXPECT_EQ(counters().allocate.load(), 0);
   // Alignment 0 means 64.
   o = allocate_options("test", 64, 0);
@@ -263,7 +261,7 @@ TEST_F(Import, ALengthPastTheEndOfTheAddressSpaceIsRangeOverflow) {
     rootspan_root *root = nullptr;
     ASSERT_EQ(rootspan_root_import_host(context_, &import, &root, e.out()), ROOTSPAN_ERR_RANGE_OVERFLOW);
     EXPECT_EQ(root, nullptr);
-    EXPECT_EQ(e.message(), "import_unique_root for range [0," + str(length) + "): unresolved: data + byte_length " +
+    EXPECT_EQ(e.message(), "root_import_host for range [0," + str(length) + "): unresolved: data + byte_length " +
                                str(length) + " runs past the end of the address space");
     EXPECT_EQ(deleted, 1);
   }
@@ -314,8 +312,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     SCOPED_TRACE("alignment 3");
     int deleted = 0;
     expect_import_fails(host_import(buffer, 64, 3, ROOTSPAN_DTYPE_NONE, &deleted), ROOTSPAN_ERR_INVALID_ALIGNMENT, e);
-    EXPECT_EQ(e.message(),
-              "import_unique_root for range [0,64): unresolved: alignment 3 is not a non-zero power of two");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: alignment 3 is not a non-zero power of two");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -330,9 +327,8 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     rootspan_host_import import = host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
     import.provider = "nope";
     expect_import_fails(import, ROOTSPAN_ERR_NOT_FOUND, e);
-    EXPECT_EQ(
-        e.message(),
-        "import_unique_root for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
+    EXPECT_EQ(e.message(),
+              "root_import_host for range [0,64): unresolved: no loaded provider is named 'nope' (loaded: host, test)");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -341,15 +337,14 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     rootspan_host_import import = host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
     import.provider = "test";
     expect_import_fails(import, ROOTSPAN_ERR_UNSUPPORTED, e);
-    EXPECT_EQ(e.message(),
-              "import_unique_root for range [0,64): unresolved: provider 'test' cannot import host memory");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: provider 'test' cannot import host memory");
     EXPECT_EQ(deleted, 1);
   }
   {
     SCOPED_TRACE("NULL data");
     int deleted = 0;
     expect_import_fails(host_import(nullptr, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted), ROOTSPAN_ERR_INVALID_ARGUMENT, e);
-    EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: data is NULL for a non-empty import");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: data is NULL for a non-empty import");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -358,7 +353,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     expect_import_fails(host_import(buffer + 4, 64, 16, ROOTSPAN_DTYPE_NONE, &deleted), ROOTSPAN_ERR_MISALIGNED, e);
     const rootspan_requested r = e.requested();
     EXPECT_EQ(r.kind, ROOTSPAN_REQUESTED_KEY_RANGE);
-    EXPECT_EQ(e.message(), "import_unique_root for key " + key_text(r.key) +
+    EXPECT_EQ(e.message(), "root_import_host for key " + key_text(r.key) +
                                " range [0,64): unresolved: L9: provider 'host' claims alignment 16 but its host "
                                "pointer is 4 bytes past an aligned address");
     EXPECT_EQ(deleted, 1);
@@ -368,7 +363,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     int deleted = 0;
     expect_import_fails(host_import(buffer, 12, 8, ROOTSPAN_DTYPE_F64, &deleted), ROOTSPAN_ERR_DTYPE_MISMATCH, e);
     const rootspan_requested r = e.requested();
-    EXPECT_EQ(e.message(), "import_unique_root for key " + key_text(r.key) +
+    EXPECT_EQ(e.message(), "root_import_host for key " + key_text(r.key) +
                                " range [0,12): unresolved: L9: a typed root of F64 needs a whole number of 8-byte "
                                "elements; length is 12");
     EXPECT_EQ(deleted, 1);
@@ -377,7 +372,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     SCOPED_TRACE("unknown element type");
     int deleted = 0;
     expect_import_fails(host_import(buffer, 64, 64, 1234, &deleted), ROOTSPAN_ERR_INVALID_ARGUMENT, e);
-    EXPECT_EQ(e.message(), "import_unique_root for range [0,64): unresolved: dtype 1234 is not a rootspan_dtype value");
+    EXPECT_EQ(e.message(), "root_import_host for range [0,64): unresolved: dtype 1234 is not a rootspan_dtype value");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -386,7 +381,7 @@ TEST_F(Import, DeleterRunsExactlyOnceOnEveryFailedImport) {
     rootspan_host_import import = host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
     rootspan_root *root = nullptr;
     EXPECT_EQ(rootspan_root_import_host(nullptr, &import, &root, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(e.operation(), "import_unique_root");
+    EXPECT_EQ(e.operation(), "root_import_host");
     EXPECT_EQ(deleted, 1);
   }
   {
@@ -442,9 +437,9 @@ TEST_F(Import, ReadOnlyRootsRefuseExclusiveClaimsAndWriteMappings) {
   rootspan_claim *c = nullptr;
   ASSERT_EQ(rootspan_claim_acquire(root, 0, 64, ROOTSPAN_CLAIM_EXCLUSIVE, &c, e.out()), ROOTSPAN_ERR_READ_ONLY);
   EXPECT_EQ(c, nullptr);
-  EXPECT_EQ(e.message(), root_request("claim", root, 0, 64) +
+  EXPECT_EQ(e.message(), root_request("claim_acquire", root, 0, 64) +
                              ": unresolved: root is read-only; an exclusive claim needs write access");
-  EXPECT_EQ(e.operation(), "claim");
+  EXPECT_EQ(e.operation(), "claim_acquire");
 
   c = claim(root, 16, 32, ROOTSPAN_CLAIM_SHARED);
   ASSERT_NE(c, nullptr);

@@ -409,7 +409,7 @@ TEST_F(Mapping, AMappingIsReleasedBeforeItsClaim) {
   Err e;
   ASSERT_EQ(rootspan_map_read(c, ROOTSPAN_DTYPE_NONE, 0, 64, &m1, e.out()), ROOTSPAN_OK);
   ASSERT_EQ(rootspan_claim_release(c, e.out()), ROOTSPAN_ERR_BUSY);
-  EXPECT_EQ(e.message(), root_request("release_claim", root, 0, 64) +
+  EXPECT_EQ(e.message(), root_request("claim_release", root, 0, 64) +
                              ": resolved to span [0,64): shared claim [0,64) still has 0 children, 1 mappings and 0 "
                              "device accesses");
   ASSERT_EQ(rootspan_map_read(c, ROOTSPAN_DTYPE_U32, 32, 32, &m2, e.out()), ROOTSPAN_OK);

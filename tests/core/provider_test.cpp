@@ -109,10 +109,10 @@ TEST_F(Providers, AThrowingAllocateIsAProviderFailureAndTheProcessKeepsServing) 
   Err e;
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_PROVIDER_FAILURE);
   EXPECT_EQ(root, nullptr);
-  EXPECT_EQ(e.operation(), "import_unique_root");
+  EXPECT_EQ(e.operation(), "root_allocate");
   EXPECT_EQ(e.cause(), "provider 'test' allocate failed (ProviderFailure): threw an exception: boom");
   EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed "
+            "root_allocate for range [0,64): unresolved: provider 'test' allocate failed "
             "(ProviderFailure): threw an exception: boom");
   behaviour().allocate_throws = false;
   behaviour().allocate_throws_nonstd = true;
@@ -189,7 +189,7 @@ TEST_F(Providers, AnAllocateErrorPassesTheProvidersMessage) {
   behaviour().allocate_message = "arena exhausted";
   ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_OUT_OF_MEMORY);
   EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: provider 'test' allocate failed (OutOfMemory): arena "
+            "root_allocate for range [0,64): unresolved: provider 'test' allocate failed (OutOfMemory): arena "
             "exhausted");
   behaviour().allocate_status = ROOTSPAN_ERR_UNSUPPORTED;
   behaviour().allocate_message = "no such memory kind";
@@ -237,7 +237,7 @@ TEST_F(Providers, AProviderWithNoDeviceReportsWhy) {
   info.struct_size = sizeof info;
   Err e;
   ASSERT_EQ(rootspan_provider_device_info(context_, "test", 0, &info, e.out()), ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_EQ(e.message(), "device_info: provider 'test' has 0 devices; ordinal 0 does not exist");
+  EXPECT_EQ(e.message(), "provider_device_info: provider 'test' has 0 devices; ordinal 0 does not exist");
 }
 
 TEST_F(Providers, TheHostProvidersDeviceInfo) {
@@ -253,8 +253,8 @@ TEST_F(Providers, TheHostProvidersDeviceInfo) {
   EXPECT_EQ(info.struct_size, sizeof info);
 
   ASSERT_EQ(rootspan_provider_device_info(context_, "host", 1, &info, e.out()), ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_EQ(e.operation(), "device_info");
-  EXPECT_EQ(e.message(), "device_info: provider 'host' has 1 devices; ordinal 1 does not exist");
+  EXPECT_EQ(e.operation(), "provider_device_info");
+  EXPECT_EQ(e.message(), "provider_device_info: provider 'host' has 1 devices; ordinal 1 does not exist");
   std::uint64_t expected = 0, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 1u);
@@ -271,8 +271,8 @@ TEST_F(Providers, DeviceInfoOfAnUnknownProviderNamesTheOperation) {
   Err e;
   ASSERT_EQ(rootspan_provider_device_info(context_, "gpu", 0, &info, e.out()), ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_EQ(e.cause(), "no loaded provider is named 'gpu' (loaded: host)");
-  EXPECT_EQ(e.operation(), "device_info");
-  EXPECT_EQ(e.message(), "device_info: no loaded provider is named 'gpu' (loaded: host)");
+  EXPECT_EQ(e.operation(), "provider_device_info");
+  EXPECT_EQ(e.message(), "provider_device_info: no loaded provider is named 'gpu' (loaded: host)");
 }
 
 TEST_F(Providers, DeviceInfoOfAnEmbeddedProviderAndAShortReader) {
@@ -310,7 +310,7 @@ TEST_F(Providers, AContextWithoutStaticProvidersHasNone) {
   rootspan_root *root = nullptr;
   ASSERT_EQ(rootspan_root_allocate(bare, &o, &root, e.out()), ROOTSPAN_ERR_NOT_FOUND);
   EXPECT_EQ(e.message(),
-            "import_unique_root for range [0,64): unresolved: no loaded provider is named 'host' (loaded: none)");
+            "root_allocate for range [0,64): unresolved: no loaded provider is named 'host' (loaded: none)");
   // An embedded provider may then take the name "host".
   behaviour().table.name = "host";
   ASSERT_EQ(rootspan_context_add_provider(bare, test_provider_entry, nullptr, e.out()), ROOTSPAN_OK) << e.message();

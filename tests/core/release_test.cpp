@@ -32,9 +32,9 @@ TEST_F(Release, BusyWhileAClaimLivesAndTheRootStaysUsable) {
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(rootspan_root_release(root, e.out()), ROOTSPAN_ERR_BUSY);
   EXPECT_EQ(e.code(), ROOTSPAN_ERR_BUSY);
-  EXPECT_EQ(e.operation(), "release_root");
+  EXPECT_EQ(e.operation(), "root_release");
   EXPECT_EQ(e.cause(), "1 claims are live, the first: shared claim [0,64); the root stays valid");
-  EXPECT_EQ(e.message(), root_request("release_root", root, 0, 256) +
+  EXPECT_EQ(e.message(), root_request("root_release", root, 0, 256) +
                              ": unresolved: 1 claims are live, the first: shared claim [0,64); the root stays valid");
   std::uint64_t expected = 1, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
@@ -99,8 +99,8 @@ TEST_F(Release, TheReleaseHookRunsExactlyOncePerRoot) {
 TEST_F(Release, ReleaseOfNothingIsInvalidArgument) {
   Err e;
   EXPECT_EQ(rootspan_root_release(nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.message(), "release_root: root is NULL");
-  EXPECT_EQ(e.operation(), "release_root");
+  EXPECT_EQ(e.message(), "root_release: root is NULL");
+  EXPECT_EQ(e.operation(), "root_release");
   // A NULL error pointer is allowed: only the status comes back.
   EXPECT_EQ(rootspan_root_release(nullptr, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
 }

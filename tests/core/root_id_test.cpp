@@ -130,10 +130,10 @@ TEST_F(RootIds, ExhaustionIsAnErrorAndNeverWraps) {
     ASSERT_EQ(rootspan_root_allocate(context_, &o, &root, e.out()), ROOTSPAN_ERR_ROOT_ID_EXHAUSTED) << e.message();
     EXPECT_EQ(root, nullptr);
     EXPECT_EQ(e.code(), ROOTSPAN_ERR_ROOT_ID_EXHAUSTED);
-    EXPECT_EQ(e.operation(), "import_unique_root");
+    EXPECT_EQ(e.operation(), "root_allocate");
     EXPECT_EQ(e.cause(), "the process-wide root id counter is exhausted; ids are never reused");
     const std::string key = "(" + str(domain) + "," + str(2 + attempt) + ")";
-    EXPECT_EQ(e.message(), "import_unique_root for key " + key +
+    EXPECT_EQ(e.message(), "root_allocate for key " + key +
                                " range [0,64): unresolved: L9: the process-wide root id counter is exhausted; ids "
                                "are never reused");
     EXPECT_EQ(counters().release - released, 1) << "the provider allocation is released exactly once";

@@ -6,7 +6,7 @@
 // overlap; empty spans overlap nothing.
 #include <limits>
 
-#include "core/span.hpp"
+#include "core/span_derivation.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -114,7 +114,7 @@ TEST_F(Spans, RelativeEndOverflowIsRangeOverflow) {
   Err e;
   ASSERT_EQ(rootspan_span_derive(root, kMax, 1, &s, e.out()), ROOTSPAN_ERR_RANGE_OVERFLOW);
   EXPECT_EQ(e.code(), ROOTSPAN_ERR_RANGE_OVERFLOW);
-  EXPECT_EQ(e.operation(), "span");
+  EXPECT_EQ(e.operation(), "span_derive");
   EXPECT_EQ(e.cause(), "relative offset 18446744073709551615 + length 1 overflows 64 bits");
   const rootspan_requested r = e.requested();
   EXPECT_EQ(r.kind, ROOTSPAN_REQUESTED_ROOT_KEY_RANGE);
@@ -122,7 +122,7 @@ TEST_F(Spans, RelativeEndOverflowIsRangeOverflow) {
   EXPECT_EQ(r.offset, kMax);
   EXPECT_EQ(r.length, 1u);
   EXPECT_FALSE(e.resolution());
-  const std::string prefix = root_request("span", root, 0, 0);
+  const std::string prefix = root_request("span_derive", root, 0, 0);
   const std::string head = prefix.substr(0, prefix.find(" range ")) + " range [18446744073709551615,";
   EXPECT_EQ(e.message().rfind(head, 0), 0u) << e.message();
   EXPECT_NE(e.message().find(": unresolved: relative offset 18446744073709551615 + length 1 overflows 64 bits"),
@@ -143,14 +143,14 @@ TEST_F(Spans, AbsoluteOffsetOverflowIsOffsetOverflow) {
   s.struct_size = sizeof s;
   Err e;
   ASSERT_EQ(rootspan_span_derive(root, kHalf, 0, &s, e.out()), ROOTSPAN_ERR_OFFSET_OVERFLOW);
-  EXPECT_EQ(e.message(), root_request("span", root, kHalf, kHalf) +
+  EXPECT_EQ(e.message(), root_request("span_derive", root, kHalf, kHalf) +
                              ": unresolved: root offset 18446744073709551488 + relative offset 9223372036854775808 "
                              "overflows 64 bits");
   EXPECT_EQ(e.cause(), "root offset 18446744073709551488 + relative offset 9223372036854775808 overflows 64 bits");
   // The same through a claim.
   rootspan_claim *c = nullptr;
   ASSERT_EQ(rootspan_claim_acquire(root, kHalf, 0, ROOTSPAN_CLAIM_SHARED, &c, e.out()), ROOTSPAN_ERR_OFFSET_OVERFLOW);
-  EXPECT_EQ(e.operation(), "claim");
+  EXPECT_EQ(e.operation(), "claim_acquire");
   // Ranges inside it are fine, with absolute offsets.
   s = derive(root, 0, 64);
   EXPECT_EQ(s.offset, kHigh);
@@ -171,7 +171,7 @@ TEST_F(Spans, RangesLeavingTheRootAreOutsideRootExtent) {
   Err e;
   ASSERT_EQ(rootspan_span_derive(root, 60, 8, &s, e.out()), ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT);
   EXPECT_EQ(e.message(),
-            root_request("span", root, 60, 68) + ": unresolved: range ends at 68, past the root's length 64");
+            root_request("span_derive", root, 60, 68) + ": unresolved: range ends at 68, past the root's length 64");
   std::uint64_t expected = 0, actual = 0;
   ASSERT_TRUE(e.values(&expected, &actual));
   EXPECT_EQ(expected, 64u);
@@ -237,7 +237,7 @@ TEST_F(Spans, BadArgumentsAreInvalidArgument) {
   s.struct_size = 0;  // too small to be a struct at all
   Err e;
   EXPECT_EQ(rootspan_span_derive(root, 0, 8, &s, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(e.operation(), "span");
+  EXPECT_EQ(e.operation(), "span_derive");
   EXPECT_EQ(rootspan_span_derive(nullptr, 0, 8, &s, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_span_derive(root, 0, 8, nullptr, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   release(root);

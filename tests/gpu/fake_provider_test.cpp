@@ -1,4 +1,4 @@
-// The device provider's logic (plugins/cuda/gpu_provider.hpp) over a fake
+// The device provider's logic (plugins/gpu/gpu_provider.hpp) over a fake
 // runtime (fake_runtime.hpp), on every machine: through the core as an
 // embedded provider, and through its table for what only the provider ABI
 // has (asynchronous copies and events). The same template is the CUDA and
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fake_runtime.hpp"
-#include "gpu_provider.hpp"
 #include "gpu_support.hpp"
+#include "plugins/gpu/gpu_provider.hpp"
 
 namespace gpu_test {
 namespace {

@@ -1,4 +1,4 @@
-// A fake GPU runtime for plugins/cuda/gpu_provider.hpp, so that the device
+// A fake GPU runtime for plugins/gpu/gpu_provider.hpp, so that the device
 // provider's own logic (devices and options, keys and domains, alignment
 // padding, pinned and registered memory, device access, copies, events, and
 // waiting before release) is tested on machines without a GPU.

@@ -13,7 +13,7 @@
 
 #include "../materialize/materialize_support.hpp"
 #include "fake_runtime.hpp"
-#include "gpu_provider.hpp"
+#include "plugins/gpu/gpu_provider.hpp"
 
 namespace gpu_test {
 namespace {

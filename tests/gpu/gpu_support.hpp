@@ -22,6 +22,8 @@
 
 #include "rootspan/provider.h"
 #include "rootspan/rootspan.h"
+#include "tests/support/c_api_owners.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #ifndef GPU_TEST_CUDA_PLUGIN
 #define GPU_TEST_CUDA_PLUGIN ""
@@ -51,26 +53,7 @@ inline std::string plugin_path(const std::string &kind) {
         << "missing plugin " << ::gpu_test::plugin_path(kind);                                             \
   } while (0)
 
-// A fresh folder under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/rootspan-gpu-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-  const std::filesystem::path &path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::rootspan::test_support::TempDir;
 
 // Writes manifest.json into dir naming the plugin of `kind` by absolute path.
 inline std::filesystem::path write_manifest(const TempDir &dir, const std::string &kind,
@@ -90,10 +73,7 @@ inline std::filesystem::path write_manifest(const TempDir &dir, const std::strin
   return manifest;
 }
 
-struct ErrorDeleter {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorDeleter>;
+using ::rootspan::test_support::ErrorPtr;
 
 inline std::string message_of(const rootspan_error *error) {
   return error == nullptr ? std::string("(no error object)") : rootspan_error_message(error);

@@ -1,7 +1,7 @@
 // ABI negotiation, L6: the table an entry function returns, checked field by
 // field. The entry functions here are in-process fakes driven by one global
 // table, so each test breaks exactly one rule.
-#include "core/abi_negotiation.hpp"
+#include "core/loader/abi_negotiation.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -15,11 +15,11 @@
 #include <openssl/evp.h>
 
 #include "attacker.hpp"
-#include "core/elf_dynamic.hpp"
-#include "core/manifest.hpp"
-#include "core/plugin_file_check.hpp"
-#include "core/plugin_library.hpp"
-#include "core/trusted_path.hpp"
+#include "core/loader/elf_dynamic.hpp"
+#include "core/loader/manifest.hpp"
+#include "core/loader/plugin_file_check.hpp"
+#include "core/loader/plugin_library.hpp"
+#include "core/loader/trusted_path.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "core/manifest_discovery.hpp"
+#include "core/loader/manifest_discovery.hpp"
 
 int main() {
   std::printf("secure=%lu euid=%u\n", ::getauxval(AT_SECURE), static_cast<unsigned>(::geteuid()));

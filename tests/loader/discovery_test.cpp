@@ -1,6 +1,6 @@
 // Manifest discovery, L3: caller paths, else ROOTSPAN_MANIFEST, else the
 // manifest.d folders in order, files sorted by name.
-#include "core/manifest_discovery.hpp"
+#include "core/loader/manifest_discovery.hpp"
 
 #include <cstdlib>
 #include <fstream>

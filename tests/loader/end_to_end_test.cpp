@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/abi_negotiation.hpp"
 #include "core/context.hpp"
-#include "core/manifest.hpp"
-#include "core/manifest_discovery.hpp"
-#include "core/plugin_file_check.hpp"
-#include "core/plugin_library.hpp"
+#include "core/loader/abi_negotiation.hpp"
+#include "core/loader/manifest.hpp"
+#include "core/loader/manifest_discovery.hpp"
+#include "core/loader/plugin_file_check.hpp"
+#include "core/loader/plugin_library.hpp"
 #include "swap_on_open.hpp"
 #include "test_support.hpp"
 

@@ -1,6 +1,7 @@
 // The manifest reader: L1 (the file as a whole, version first), L2 (where a
 // library is) and L7 (a bad entry is skipped, the others load).
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
+#include "core/loader/library_location.hpp"
 
 #include <unistd.h>
 

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
-#include "core/plugin_file_check.hpp"
-#include "core/plugin_library.hpp"
+#include "core/loader/plugin_file_check.hpp"
+#include "core/loader/plugin_library.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {

@@ -1,6 +1,6 @@
 // Plugin file checks, L4: exists, regular, trusted, ELF of this
 // class/byte order/machine, ET_DYN, sha256; all on the one open descriptor.
-#include "core/plugin_file_check.hpp"
+#include "core/loader/plugin_file_check.hpp"
 
 #include <elf.h>
 #include <fcntl.h>

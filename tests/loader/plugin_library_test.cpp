@@ -1,7 +1,7 @@
 // Plugin loading, L5 (RTLD_NOW | RTLD_LOCAL through the checked descriptor,
 // the loader's own error text), the entry symbol (cited as L6), and L8 (stays
 // loaded while referenced, never unloaded at exit, ROOTSPAN_NO_UNLOAD).
-#include "core/plugin_library.hpp"
+#include "core/loader/plugin_library.hpp"
 
 #include <dlfcn.h>
 

@@ -3,7 +3,7 @@
 // ordinal that does not exist is NOT_FOUND and lists what exists.
 #include <gtest/gtest.h>
 
-#include "core/provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {
@@ -103,7 +103,7 @@ TEST(ProviderChoice, AnUnknownNameIsNotFoundAndListsWhatExists) {
   auto chosen = choose_provider(reports, "nope", 0);
   ASSERT_FALSE(chosen);
   EXPECT_EQ(chosen.error()->code, ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_EQ(chosen.error()->operation, "choose_provider");
+  EXPECT_EQ(chosen.error()->operation, "provider_choose");
   EXPECT_TRUE(Mentions(chosen.error(),
                        "no provider is named \"nope\"; the providers are: \"host\": loaded, "
                        "priority 0, 1 device; \"cuda\": no device (no driver)"));

@@ -17,61 +17,14 @@
 #include <openssl/evp.h>
 
 #include "core/diagnostic.hpp"
+#include "tests/support/sha256.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rootspan::test {
 
-// The lowercase hex SHA-256 of some bytes, as a manifest pins a library.
-inline std::string sha256_hex(const std::string &bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string out;
-  char buf[3];
-  for (unsigned i = 0; i < length; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    out += buf;
-  }
-  return out;
-}
+using ::rootspan::test_support::sha256_hex;
 
-// A fresh folder under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rootspan-loader-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = std::filesystem::canonical(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-
-  const std::filesystem::path &path() const { return path_; }
-  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
-
-  std::filesystem::path write(std::string_view name, std::string_view text) const {
-    auto file = path_ / name;
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
-  // A copy of a file, with the given mode bits.
-  std::filesystem::path copy(const std::filesystem::path &from, std::string_view name, mode_t mode = 0755) const {
-    auto file = path_ / name;
-    std::filesystem::create_directories(file.parent_path());
-    std::filesystem::copy_file(from, file, std::filesystem::copy_options::overwrite_existing);
-    ::chmod(file.c_str(), mode);
-    return file;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using ::rootspan::test_support::TempDir;
 
 inline std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,7 +1,7 @@
 // The trust rule (L3, L4), as a local unprivileged user would attack it: a
 // plugin or a manifest that another user can change, or a folder above one,
 // is refused with the offending path, its owner and its mode.
-#include "core/trusted_path.hpp"
+#include "core/loader/trusted_path.hpp"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,9 +13,9 @@
 
 #include "attacker.hpp"
 #include "core/context.hpp"
-#include "core/manifest.hpp"
-#include "core/manifest_discovery.hpp"
-#include "core/plugin_file_check.hpp"
+#include "core/loader/manifest.hpp"
+#include "core/loader/manifest_discovery.hpp"
+#include "core/loader/plugin_file_check.hpp"
 #include "test_support.hpp"
 
 namespace rootspan {

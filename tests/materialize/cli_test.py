@@ -313,7 +313,7 @@ def test_example(example):
     # must fix (exit 3), and the message lists what exists.
     expect_error("load --provider missing", ["load", example, "--provider", "no-such-provider"], 3, "NotFound",
                  ['no provider is named "no-such-provider"', '"host": loaded, priority 0, 1 device'],
-                 operation="choose_provider")
+                 operation="provider_choose")
     expect_error("load --device 3 (host has one)", ["load", example, "--schema", schema, "--provider", "host",
                                                     "--device", "3"], 3, "NotFound",
                  ['device 3 does not exist: provider "host" has 1 device, ordinals 0'])

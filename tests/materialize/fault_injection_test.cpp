@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "core/static_providers.hpp"
+#include "core/loader/static_providers.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"
 

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "../weights/gguf_writer.hpp"
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"
 #include "weights/checkpoint.hpp"

@@ -16,8 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/checkpoint_file.hpp"

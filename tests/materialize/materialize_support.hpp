@@ -20,6 +20,8 @@
 #include "../weights/test_support.hpp"
 #include "rootspan/rootspan.h"
 #include "rootspan/weights.h"
+#include "tests/support/c_api_owners.hpp"
+#include "tests/support/sha256.hpp"
 
 namespace mtest {
 
@@ -87,25 +89,7 @@ inline std::vector<std::byte> concat(std::initializer_list<std::vector<std::byte
   return out;
 }
 
-// The lowercase hex SHA-256 of `bytes`, computed here with OpenSSL EVP.
-inline std::string sha256_hex(const std::vector<std::byte> &bytes) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) {
-    ADD_FAILURE() << "OpenSSL SHA-256 failed";
-    return {};
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
+using ::rootspan::test_support::sha256_hex;
 
 // One component schema entry (dense).
 inline std::string dense_component(const std::string &id, const std::string &role,
@@ -127,10 +111,7 @@ inline std::string schema_json(const std::vector<std::string> &components) {
 
 // ---- C API owners ----------------------------------------------------------
 
-struct ErrorFree {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorFree>;
+using ::rootspan::test_support::ErrorPtr;
 
 inline std::string describe(const rootspan_error *e) {
   if (e == nullptr) return "(no error object)";

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/access.hpp"
+#include "core/claim_ops.hpp"
 #include "core/context.hpp"
+#include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "upload_provider.hpp"
 #include "weights/checkpoint.hpp"

@@ -269,7 +269,7 @@ TEST_P(ImportBreach, AllocateFailsAndTheNeighbourKeepsWorking) {
     EXPECT_EQ(rootspan_root_allocate(created.context.get(), &options, &root, &raw), c.code);
     ErrorPtr error(raw);
     EXPECT_EQ(root, nullptr);
-    EXPECT_TRUE(ErrorSays(error.get(), c.code, c.policy, "import_unique_root", c.cause));
+    EXPECT_TRUE(ErrorSays(error.get(), c.code, c.policy, "root_allocate", c.cause));
     if (c.values) {
       EXPECT_TRUE(ErrorValues(error.get(), c.values->first, c.values->second));
     }
@@ -303,7 +303,7 @@ TEST(ImportBreach, DuplicateKeyIsRefusedWhileTheFirstRootLives) {
   EXPECT_EQ(rootspan_root_allocate(created.context.get(), &options, &second, &raw), ROOTSPAN_ERR_DUPLICATE_IDENTITY);
   ErrorPtr error(raw);
   EXPECT_TRUE(ErrorSays(
-      error.get(), ROOTSPAN_ERR_DUPLICATE_IDENTITY, "L9", "import_unique_root",
+      error.get(), ROOTSPAN_ERR_DUPLICATE_IDENTITY, "L9", "root_allocate",
       "live root " + std::to_string(info.root_id) + " already has key (" + std::to_string(info.key.domain) + ",1)"));
   EXPECT_EQ(second, nullptr);
   EXPECT_EQ(live_allocations("duplicate-key"), 1);  // the refused one released, the first kept

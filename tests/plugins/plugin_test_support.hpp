@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "rootspan/rootspan.h"
+#include "tests/support/c_api_owners.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace plugin_test {
 
@@ -34,33 +36,7 @@ inline std::string provider_library(std::string_view name) {
 // The neighbour every test loads beside a misbehaving provider.
 inline constexpr const char *kSimdev = "simdev";
 
-// A fresh folder under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rootspan-plugins-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = fs::canonical(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-
-  const fs::path &path() const { return path_; }
-
-  fs::path write(std::string_view name, std::string_view text) const {
-    fs::path file = path_ / name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
- private:
-  fs::path path_;
-};
+using ::rootspan::test_support::TempDir;
 
 // One manifest entry (docs/loader-policies.md).
 struct Entry {
@@ -95,10 +71,7 @@ inline std::string write_manifest(const TempDir &dir, std::string_view file, con
   return dir.write(file, manifest_document(entries).dump(2)).string();
 }
 
-struct ErrorFree {
-  void operator()(rootspan_error *e) const { rootspan_error_free(e); }
-};
-using ErrorPtr = std::unique_ptr<rootspan_error, ErrorFree>;
+using ::rootspan::test_support::ErrorPtr;
 
 struct ContextDestroy {
   void operator()(rootspan_context *c) const { rootspan_context_destroy(c, nullptr); }

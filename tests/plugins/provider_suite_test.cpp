@@ -160,7 +160,7 @@ TEST_P(HostProvider, AlignmentUpToAndBeyondThePageSize) {
   rootspan_error *raw = nullptr;
   EXPECT_EQ(rootspan_root_allocate(context_, &bad, &root, &raw), ROOTSPAN_ERR_INVALID_ALIGNMENT);
   ErrorPtr error(raw);
-  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_INVALID_ALIGNMENT, "", "import_unique_root",
+  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_INVALID_ALIGNMENT, "", "root_allocate",
                         "alignment 48 is not a non-zero power of two"));
 }
 
@@ -226,7 +226,7 @@ TEST_P(HostProvider, ClaimsConflictAndSplit) {
   rootspan_error *raw = nullptr;
   EXPECT_EQ(rootspan_claim_acquire(root, 96, 64, ROOTSPAN_CLAIM_EXCLUSIVE, &x, &raw), ROOTSPAN_ERR_CONFLICT);
   ErrorPtr conflict(raw);
-  EXPECT_TRUE(ErrorSays(conflict.get(), ROOTSPAN_ERR_CONFLICT, "", "claim", "conflict with shared claim"));
+  EXPECT_TRUE(ErrorSays(conflict.get(), ROOTSPAN_ERR_CONFLICT, "", "claim_acquire", "conflict with shared claim"));
   EXPECT_EQ(rootspan_root_release(root, &raw), ROOTSPAN_ERR_BUSY);  // claims are live; the root stays valid
   ErrorPtr busy(raw);
   EXPECT_EQ(rootspan_claim_release(a, nullptr), ROOTSPAN_OK);
@@ -318,7 +318,7 @@ TEST_P(HostProvider, ReadOnlyRoots) {
   rootspan_error *raw = nullptr;
   EXPECT_EQ(rootspan_claim_acquire(root, 0, sizeof kText, ROOTSPAN_CLAIM_EXCLUSIVE, &c, &raw), ROOTSPAN_ERR_READ_ONLY);
   ErrorPtr error(raw);
-  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_READ_ONLY, "", "claim", "read-only"));
+  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_READ_ONLY, "", "claim_acquire", "read-only"));
   c = claim(root, 0, sizeof kText, ROOTSPAN_CLAIM_SHARED);
   rootspan_mapping *mapping = nullptr;
   EXPECT_EQ(rootspan_map_write(c, ROOTSPAN_DTYPE_NONE, 0, sizeof kText, &mapping, nullptr), ROOTSPAN_ERR_READ_ONLY);
@@ -350,7 +350,7 @@ TEST_P(HostProvider, DeviceAccessIsUnsupported) {
   rootspan_error *raw = nullptr;
   EXPECT_EQ(rootspan_device_access_prepare(c, &request, &access, &raw), ROOTSPAN_ERR_UNSUPPORTED);
   ErrorPtr error(raw);
-  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_UNSUPPORTED, "", "prepare_device_access",
+  EXPECT_TRUE(ErrorSays(error.get(), ROOTSPAN_ERR_UNSUPPORTED, "", "device_access_prepare",
                         "provider 'host' has no device access"));
   EXPECT_EQ(rootspan_claim_release(c, nullptr), ROOTSPAN_OK);  // nothing holds it
   EXPECT_EQ(rootspan_root_release(root, nullptr), ROOTSPAN_OK);

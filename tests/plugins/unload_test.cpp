@@ -1,4 +1,4 @@
-// Regression tests of plugin descriptor names (core/plugin_library.cpp).
+// Regression tests of plugin descriptor names (core/loader/plugin_library.cpp).
 // Plugins are loaded as "/proc/self/fd/N", and the dynamic loader hands back
 // any library it already knows by that name. A library that outlives the
 // core's dlclose (linked -z nodelete, or also opened by someone else) keeps

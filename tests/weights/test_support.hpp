@@ -18,43 +18,13 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rootspan::weights::testing {
 
 namespace fs = std::filesystem;
 
-// A folder under $TMPDIR, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "rootspan-weights-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-
-  const fs::path &path() const { return path_; }
-
-  fs::path write(const fs::path &name, const std::vector<std::byte> &bytes) const {
-    const fs::path target = path_ / name;
-    fs::create_directories(target.parent_path());
-    std::ofstream out(target, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return target;
-  }
-  fs::path write_text(const fs::path &name, std::string_view text) const {
-    return write(name, std::vector<std::byte>(reinterpret_cast<const std::byte *>(text.data()),
-                                              reinterpret_cast<const std::byte *>(text.data()) + text.size()));
-  }
-
- private:
-  fs::path path_;
-};
+using ::rootspan::test_support::TempDir;
 
 // The test's own dtype table (docs/weight-schema.md), kept apart from the reader's.
 inline std::uint64_t dtype_bits(std::string_view dtype) {

@@ -252,7 +252,7 @@ class Context:
             raise TypeError(f"provider must be a str, got {type(provider).__name__}")
         if memory not in _abi.MEMORY_KINDS:
             raise ValueError(f"memory must be one of {', '.join(_abi.MEMORY_KINDS)}, got {memory!r}")
-        handle = self._live("allocate")
+        handle = self._live("root_allocate")
         options = _abi.sized(_abi.AllocateOptions)
         options.provider = provider.encode()
         options.device = device
@@ -275,7 +275,7 @@ class Context:
             _check_bool(read_only, "read_only")
         if provider is not None and not isinstance(provider, str):
             raise TypeError(f"provider must be a str or None, got {type(provider).__name__}")
-        handle = self._live("import_unique_root")
+        handle = self._live("root_import_host")
         from . import _host_import
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 

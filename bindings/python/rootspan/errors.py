@@ -1,7 +1,7 @@
 """Exceptions: `Error` and one subclass per status code of rootspan/types.h.
 
 An error carries what librootspan's diagnostic said: `code` (the status
-number), `name` ("Busy"), `operation` ("claim", "load_component", ...),
+number), `name` ("Busy"), `operation` ("claim_acquire", "open_checkpoint", ...),
 `cause`, `policy` (the loader rule cited, "" when none), `expected` and
 `actual` (None unless the cause compares two values), `requested` and
 `resolution` (the range asked for and the span it resolved to, when known).

@@ -119,7 +119,7 @@ class Root(_Exportable):
     @property
     def info(self):
         """A RootInfo snapshot."""
-        handle = self._live("root_info")
+        handle = self._live("root_get_info")
         info = _abi.sized(_abi.RootInfo)
         errors.check_plain(self._state.lib.rootspan_root_get_info(handle, ctypes.byref(info)), "root_info",
                            "rootspan_root_get_info failed")
@@ -133,7 +133,7 @@ class Root(_Exportable):
 
     def span(self, offset, length):
         """The Span [offset, offset + length) of this root resolves to."""
-        handle = self._live("derive_span")
+        handle = self._live("span_derive")
         out = _abi.sized(_abi.Span)
         errors.check(self._state.lib, self._state.lib.rootspan_span_derive, handle, _check_int(offset, "offset"),
                      _check_int(length, "length"), ctypes.byref(out))
@@ -141,7 +141,7 @@ class Root(_Exportable):
 
     def claim(self, offset=0, length=None, exclusive=False):
         """Claims [offset, offset + length) (length None: to the end), shared or exclusive."""
-        handle = self._live("claim")
+        handle = self._live("claim_acquire")
         _check_int(offset, "offset")
         _check_bool(exclusive, "exclusive")
         if length is None:
@@ -166,9 +166,9 @@ class Root(_Exportable):
 
     def release(self):
         """Releases the allocation through its provider. BusyError while claims are live."""
-        handle = self._live("release_root")
+        handle = self._live("root_release")
         if self._owner is not None:
-            raise ValueError("release_root: this root belongs to loaded weights; close the weights instead")
+            raise ValueError("root_release: this root belongs to loaded weights; close the weights instead")
         with self._state.lock:
             errors.check(self._state.lib, self._state.lib.rootspan_root_release, handle)
             self._handle = None
@@ -252,7 +252,7 @@ class Claim:
     @property
     def span(self):
         """The Span claimed."""
-        handle = self._live("claim_span")
+        handle = self._live("claim_get_span")
         out = _abi.sized(_abi.Span)
         mode = ctypes.c_int32()
         errors.check_plain(self._state.lib.rootspan_claim_get_span(handle, ctypes.byref(out), ctypes.byref(mode)),
@@ -294,7 +294,7 @@ class Claim:
 
     def split(self, ranges):
         """Splits an exclusive claim into disjoint exclusive children, ranges (offset, length) relative to it."""
-        handle = self._live("split_claim")
+        handle = self._live("claim_split")
         try:
             pairs = [(int(o), int(n)) for o, n in ranges]
         except (TypeError, ValueError):
@@ -330,7 +330,7 @@ class Claim:
 
     def release(self):
         """Releases the claim. BusyError while mappings, children or device accesses are live."""
-        handle = self._live("release_claim")
+        handle = self._live("claim_release")
         with self._state.lock:
             errors.check(self._state.lib, self._state.lib.rootspan_claim_release, handle)
             self._handle = None

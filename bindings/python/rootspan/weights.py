@@ -202,7 +202,7 @@ class Weights(collections.abc.Mapping):
         """Frees the weights and their roots. BusyError, freeing nothing, while a component is claimed."""
         if self._wstate.handle is None:
             return
-        self._context._state.require_open("release_root")
+        self._context._state.require_open("weights_free")
         self._wstate.free()
 
     def __enter__(self):
@@ -287,7 +287,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
     rank, world_size, rules = _split_rules(rank, world_size, split)
-    handle = context._live("load_component")
+    handle = context._live("weights_load")
     lib = context._state.lib
     options = _abi.sized(_abi.LoadOptions)
     rule_array = (_abi.SplitRule * max(len(rules), 1))(*rules)  # kept alive through the call

@@ -48,7 +48,7 @@ class Providers(unittest.TestCase):
             with self.assertRaises(rootspan.NotFoundError) as caught:
                 ctx.allocate(64)
             self.assertIn("no loaded provider is named 'host'", str(caught.exception))
-            self.assertEqual(caught.exception.operation, "import_unique_root")
+            self.assertEqual(caught.exception.operation, "root_allocate")
 
     def test_manifest_named_plugin(self):
         manifest = os.environ["ROOTSPAN_BUILD_MANIFEST"]
@@ -147,7 +147,7 @@ class Roots(unittest.TestCase):
             with self.assertRaises(rootspan.OutsideRootExtentError) as caught:
                 root.claim(60, 10)
             e = caught.exception
-            self.assertEqual((e.code, e.operation, e.expected, e.actual), (6, "claim", 64, 70))
+            self.assertEqual((e.code, e.operation, e.expected, e.actual), (6, "claim_acquire", 64, 70))
             self.assertEqual((e.requested.kind, e.requested.offset, e.requested.length), ("root_key_range", 60, 10))
             self.assertEqual(e.requested.root_id, root.info.root_id)
             self.assertIn("past the root's length 64", e.cause)

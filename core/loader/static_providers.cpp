@@ -1,4 +1,4 @@
-#include "static_providers.hpp"
+#include "core/loader/static_providers.hpp"
 
 #include <cstdint>
 

@@ -3,12 +3,12 @@
 // (L7) and library lifetime (L8, through the Provider's library reference).
 // Every entry ends as one ProviderReport: loaded, skipped (with the policy and
 // the reason) or failed.
-#include "abi_negotiation.hpp"
-#include "context.hpp"
-#include "manifest.hpp"
-#include "manifest_discovery.hpp"
-#include "plugin_file_check.hpp"
-#include "plugin_library.hpp"
+#include "core/context.hpp"
+#include "core/loader/abi_negotiation.hpp"
+#include "core/loader/manifest.hpp"
+#include "core/loader/manifest_discovery.hpp"
+#include "core/loader/plugin_file_check.hpp"
+#include "core/loader/plugin_library.hpp"
 
 namespace rootspan {
 

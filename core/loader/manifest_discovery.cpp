@@ -1,4 +1,4 @@
-#include "core/manifest_discovery.hpp"
+#include "core/loader/manifest_discovery.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "core/trusted_path.hpp"
+#include "core/loader/trusted_path.hpp"
 
 // The build passes the install directories; these are the usual ones for a
 // build that does not (a scratch build, a test).

@@ -803,26 +803,26 @@ class GpuProvider {
 
 template <class R>
 const rootspan_provider_table GpuProvider<R>::table = {
-    sizeof(rootspan_provider_table),
-    ROOTSPAN_PROVIDER_ABI_MAJOR,
-    ROOTSPAN_PROVIDER_ABI_MINOR,
-    R::kName,
-    R::kName,
-    GpuProvider<R>::init,
-    GpuProvider<R>::shutdown,
-    GpuProvider<R>::device_count,
-    GpuProvider<R>::device_info,
-    GpuProvider<R>::allocate,
-    GpuProvider<R>::release,
-    GpuProvider<R>::map,  // map_read
-    GpuProvider<R>::map,  // map_write
-    GpuProvider<R>::unmap,
-    GpuProvider<R>::prepare_device_access,
-    GpuProvider<R>::release_device_access,
-    GpuProvider<R>::copy_from_host,
-    GpuProvider<R>::copy_to_host,
-    GpuProvider<R>::event_wait,
-    GpuProvider<R>::import_host_memory,
+    .struct_size = sizeof(rootspan_provider_table),
+    .abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR,
+    .abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR,
+    .name = R::kName,
+    .kind = R::kName,
+    .init = GpuProvider<R>::init,
+    .shutdown = GpuProvider<R>::shutdown,
+    .device_count = GpuProvider<R>::device_count,
+    .device_info = GpuProvider<R>::device_info,
+    .allocate = GpuProvider<R>::allocate,
+    .release = GpuProvider<R>::release,
+    .map_read = GpuProvider<R>::map,
+    .map_write = GpuProvider<R>::map,
+    .unmap = GpuProvider<R>::unmap,
+    .prepare_device_access = GpuProvider<R>::prepare_device_access,
+    .release_device_access = GpuProvider<R>::release_device_access,
+    .copy_from_host = GpuProvider<R>::copy_from_host,
+    .copy_to_host = GpuProvider<R>::copy_to_host,
+    .event_wait = GpuProvider<R>::event_wait,
+    .import_host_memory = GpuProvider<R>::import_host_memory,
 };
 
 }  // namespace rootspan_gpu

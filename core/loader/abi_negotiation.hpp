@@ -22,7 +22,7 @@
 #include <string>
 
 #include "core/diagnostic.hpp"
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan {
@@ -50,6 +50,17 @@ struct NegotiatedTable {
   std::string kind;
   std::string versions;  // "provider ABI 1.1, core ABI 1.1 (minimum minor 1)", to be logged
 };
+
+// The ABI a manifest entry declares, checked before its library is opened:
+// nullopt when this core can speak it, else why not (the major differs, or
+// the minor is below ROOTSPAN_PROVIDER_ABI_MINOR_MIN) with the expected and
+// actual numbers. The manifest reader skips the entry with it, citing L6.
+struct DeclaredAbiRefusal {
+  std::string reason;
+  std::uint64_t expected = 0;
+  std::uint64_t actual = 0;
+};
+std::optional<DeclaredAbiRefusal> refuse_declared_abi(std::uint32_t major, std::uint32_t minor);
 
 Result<NegotiatedTable> negotiate(rootspan_provider_entry_fn entry, const ProviderExpectation &expected);
 Result<NegotiatedTable> negotiate(rootspan_provider_entry_fn entry, const ManifestEntry &manifest_entry);

@@ -1,6 +1,6 @@
 // The extern "C" entry points of the provider choice (rootspan.h).
-#include "c_api_support.hpp"
-#include "provider_choice.hpp"
+#include "core/c_api_support.hpp"
+#include "core/loader/provider_choice.hpp"
 
 struct rootspan_provider_choice {
   rootspan::ProviderChoice choice;
@@ -12,10 +12,10 @@ rootspan_status rootspan_provider_choose(const rootspan_context *context, const 
                                          rootspan_provider_choice **choice, rootspan_error **error) {
   using namespace rootspan::c_api;
   if (context == nullptr || choice == nullptr) {
-    return invalid(error, "choose_provider", "context or choice is NULL");
+    return invalid(error, "provider_choose", "context or choice is NULL");
   }
   *choice = nullptr;
-  return guarded(error, "choose_provider", [&]() -> rootspan::Result<void> {
+  return guarded(error, "provider_choose", [&]() -> rootspan::Result<void> {
     auto chosen =
         rootspan::choose_provider(context->context->reports(), requested == nullptr ? "auto" : requested, device);
     if (!chosen) return chosen.error();

@@ -3,14 +3,13 @@
 //   L1  the file as a whole: it is JSON, its file_format_version is checked
 //       first (unknown major refused, newer minor read with a note), and
 //       "providers" is an array. A whole-file failure fails the manifest.
-//   L2  where each entry's library is: a relative path with a '/' resolves
-//       against the manifest's own directory (of the file, symlinks
-//       resolved), a bare file name is left to the system library search,
-//       the current directory is never used.
+//   L2  where each entry's library is, through resolve_library
+//       (library_location.hpp), the rule's one home.
 //   L7  (per entry) a bad entry is skipped with its reason and policy, and the
 //       other entries still load.
 // An entry that declares an ABI this core cannot speak is skipped here too,
-// citing L6, so that no code of it is ever loaded.
+// citing L6 (refuse_declared_abi in abi_negotiation.hpp), so that no code of
+// it is ever loaded.
 #pragma once
 
 #include <cstddef>
@@ -92,13 +91,5 @@ Result<Manifest> read_manifest(const std::filesystem::path &path);
 // absolute against the current directory now; with an empty origin, entries
 // with a relative library path are skipped under L2. Never throws.
 Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::path &origin);
-
-// L2 on its own: where the library named `library` in the manifest at `manifest`
-// lives. Exposed for the registry and tests.
-struct LibraryLocation {
-  std::filesystem::path path;
-  bool system_search = false;
-};
-Result<LibraryLocation> resolve_library(std::string_view library, const std::filesystem::path &manifest);
 
 }  // namespace rootspan

@@ -1,11 +1,11 @@
-#include "core/plugin_dependencies.hpp"
+#include "core/loader/plugin_dependencies.hpp"
 
 #include <set>
 #include <system_error>
 #include <utility>
 
-#include "core/elf_dynamic.hpp"
-#include "core/trusted_path.hpp"
+#include "core/loader/elf_dynamic.hpp"
+#include "core/loader/trusted_path.hpp"
 
 namespace rootspan {
 

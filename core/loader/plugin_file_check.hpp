@@ -3,14 +3,14 @@
 //   - the file exists and opens (a bare name is first found in the dynamic
 //     loader's search directories, never in the current directory, L2);
 //   - fstat: a regular file;
-//   - the trust rule (core/trusted_path.hpp): the file and every folder above
+//   - the trust rule (core/loader/trusted_path.hpp): the file and every folder above
 //     it owned by root or the effective user, not group- or world-writable;
 //   - ELF header: magic, class and byte order of this process, ET_DYN, and
 //     this build's machine (EM_X86_64, EM_AARCH64);
 //   - when the manifest gives one, the SHA-256 of the file's bytes: the bytes
 //     are first copied into a memfd that is then sealed against any change,
 //     the memfd is hashed, and the memfd is what is loaded;
-//   - its dependencies (core/plugin_dependencies.hpp), each under the same
+//   - its dependencies (core/loader/plugin_dependencies.hpp), each under the same
 //     checks on its own descriptor.
 // The descriptor stays open in CheckedLibrary and is the one the loader loads
 // (through /proc/self/fd/N), so the file cannot be swapped between check and
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
 
 namespace rootspan {
 
@@ -88,7 +88,7 @@ struct CheckedLibrary {
 // search) and, when sha256 is given (64 lowercase hex digits), compares it
 // with the digest of the opened file.
 Result<CheckedLibrary> check_plugin_file(const std::filesystem::path &path,
-                                         std::optional<std::string> sha256 = std::nullopt);
+                                         const std::optional<std::string> &sha256 = std::nullopt);
 
 // The same for a manifest entry: its resolved library and sha256. Messages (of
 // this check and of the later load) start with the entry's description, so

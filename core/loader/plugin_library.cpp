@@ -1,4 +1,4 @@
-#include "core/plugin_library.hpp"
+#include "core/loader/plugin_library.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>

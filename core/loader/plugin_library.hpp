@@ -24,7 +24,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "core/diagnostic.hpp"
-#include "core/plugin_file_check.hpp"
+#include "core/loader/plugin_file_check.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan {

@@ -1,4 +1,4 @@
-#include "core/abi_negotiation.hpp"
+#include "core/loader/abi_negotiation.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -63,6 +63,22 @@ std::optional<Diagnostic> check_string(const ProviderExpectation &expected, cons
 
 ProviderExpectation expectation_for(const ManifestEntry &entry) {
   return {entry.name, entry.kind, entry.describe() + " library " + entry.library_path.string()};
+}
+
+std::optional<DeclaredAbiRefusal> refuse_declared_abi(std::uint32_t major, std::uint32_t minor) {
+  if (major != ROOTSPAN_PROVIDER_ABI_MAJOR) {
+    return DeclaredAbiRefusal{"declares provider ABI major " + std::to_string(major) + " (expected " +
+                                  std::to_string(ROOTSPAN_PROVIDER_ABI_MAJOR) + ", actual " + std::to_string(major) +
+                                  ")",
+                              ROOTSPAN_PROVIDER_ABI_MAJOR, major};
+  }
+  if (minor < ROOTSPAN_PROVIDER_ABI_MINOR_MIN) {
+    return DeclaredAbiRefusal{"declares provider ABI minor " + std::to_string(minor) + " (expected at least " +
+                                  std::to_string(ROOTSPAN_PROVIDER_ABI_MINOR_MIN) + ", actual " +
+                                  std::to_string(minor) + ")",
+                              ROOTSPAN_PROVIDER_ABI_MINOR_MIN, minor};
+  }
+  return std::nullopt;
 }
 
 Result<NegotiatedTable> negotiate(rootspan_provider_entry_fn entry, const ManifestEntry &manifest_entry) {

@@ -2,7 +2,7 @@
 // the folders it names itself is checked like the plugin, before any of it
 // runs, and loaded through its own checked descriptor.
 //
-// From the checked descriptor (core/elf_dynamic.hpp): DT_NEEDED, and the
+// From the checked descriptor (core/loader/elf_dynamic.hpp): DT_NEEDED, and the
 // folders of DT_RUNPATH (or, without it, DT_RPATH). Each folder entry
 //   - has $ORIGIN / ${ORIGIN} replaced by the folder of the plugin's real file
 //     (the dynamic loader would use /proc/self/fd, the name the plugin is
@@ -17,7 +17,7 @@
 // path when absolute and refused when relative. Names found in none of the
 // plugin's folders are left to the dynamic loader's system search.
 //
-// The loader (core/plugin_library.cpp) loads the dependencies first, each
+// The loader (core/loader/plugin_library.cpp) loads the dependencies first, each
 // through its descriptor, so that the plugin's DT_NEEDED resolves to them by
 // their soname.
 #pragma once
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
-#include "core/plugin_file_check.hpp"
+#include "core/loader/plugin_file_check.hpp"
 
 namespace rootspan {
 

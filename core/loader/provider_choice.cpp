@@ -1,4 +1,4 @@
-#include "provider_choice.hpp"
+#include "core/loader/provider_choice.hpp"
 
 namespace rootspan {
 
@@ -53,7 +53,7 @@ Result<ProviderChoice> check_device(const ProviderReport &chosen, std::uint32_t 
   std::string has = chosen.device_count == 0
                         ? "has no device" + (chosen.reason.empty() ? std::string() : " (" + chosen.reason + ")")
                         : "has " + devices(chosen.device_count) + ", ordinals " + ordinals(chosen.device_count);
-  return make_error(ROOTSPAN_ERR_NOT_FOUND, "choose_provider",
+  return make_error(ROOTSPAN_ERR_NOT_FOUND, "provider_choose",
                     "device " + std::to_string(device) + " does not exist: provider " + quoted(chosen.name) + " " + has,
                     chosen.device_count, device);
 }
@@ -88,14 +88,14 @@ Result<ProviderChoice> choose_provider(const std::vector<ProviderReport> &report
     const ProviderReport *named = find(reports, requested);
     if (named == nullptr) {
       return make_error(
-          ROOTSPAN_ERR_NOT_FOUND, "choose_provider",
+          ROOTSPAN_ERR_NOT_FOUND, "provider_choose",
           "no provider is named " + quoted(std::string(requested)) + "; the providers are: " + list_providers(reports));
     }
     if (!started(*named)) {
       // The provider exists but could not be started: its own error, so a
       // failed provider stays a failure and a broken manifest stays bad input.
       Diagnostic d =
-          make_error(named->code == ROOTSPAN_OK ? ROOTSPAN_ERR_NO_PROVIDER : named->code, "choose_provider",
+          make_error(named->code == ROOTSPAN_OK ? ROOTSPAN_ERR_NO_PROVIDER : named->code, "provider_choose",
                      "provider " + quoted(named->name) + " was not started: " + describe_provider_state(*named));
       d.policy = named->policy;
       return d;
@@ -111,7 +111,7 @@ Result<ProviderChoice> choose_provider(const std::vector<ProviderReport> &report
     if (best == nullptr || r.priority > best->priority) best = &r;
   }
   if (best == nullptr) {
-    return make_error(ROOTSPAN_ERR_NO_PROVIDER, "choose_provider",
+    return make_error(ROOTSPAN_ERR_NO_PROVIDER, "provider_choose",
                       "auto: no provider has a device; the providers are: " + list_providers(reports));
   }
   std::string explanation = "chose " + quoted(best->name) + " (priority " + std::to_string(best->priority) + ", " +

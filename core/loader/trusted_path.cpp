@@ -1,4 +1,4 @@
-#include "core/trusted_path.hpp"
+#include "core/loader/trusted_path.hpp"
 
 #include <fcntl.h>
 #include <pwd.h>

@@ -1,4 +1,4 @@
-#include "core/elf_dynamic.hpp"
+#include "core/loader/elf_dynamic.hpp"
 
 #include <elf.h>
 #include <link.h>

@@ -1,4 +1,4 @@
-#include "core/plugin_file_check.hpp"
+#include "core/loader/plugin_file_check.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -17,8 +17,8 @@
 
 #include <openssl/evp.h>
 
-#include "core/plugin_dependencies.hpp"
-#include "core/trusted_path.hpp"
+#include "core/loader/plugin_dependencies.hpp"
+#include "core/loader/trusted_path.hpp"
 
 namespace rootspan {
 
@@ -419,7 +419,7 @@ Result<void> check_library_descriptor(CheckedLibrary &lib, const std::optional<s
 
 namespace {
 
-Result<CheckedLibrary> check(const fs::path &path, std::optional<std::string> sha256,
+Result<CheckedLibrary> check(const fs::path &path, const std::optional<std::string> &sha256,
                              const std::map<std::string, std::string> &dependency_pins, std::string context) {
   CheckedLibrary lib;
   lib.requested = path.string();
@@ -458,8 +458,8 @@ Result<CheckedLibrary> check_plugin_file(const ManifestEntry &entry) {
   return check(entry.library_path, entry.sha256, entry.dependencies_sha256, entry.describe());
 }
 
-Result<CheckedLibrary> check_plugin_file(const fs::path &path, std::optional<std::string> sha256) {
-  return check(path, std::move(sha256), {}, "");
+Result<CheckedLibrary> check_plugin_file(const fs::path &path, const std::optional<std::string> &sha256) {
+  return check(path, sha256, {}, "");
 }
 
 }  // namespace rootspan

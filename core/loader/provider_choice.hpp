@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "context.hpp"
+#include "core/context.hpp"
 
 namespace rootspan {
 

@@ -13,7 +13,7 @@
 // process ignores them; empty and relative entries of the XDG lists are
 // ignored (the XDG spec calls them invalid), so the current directory is never
 // searched.
-// Every folder searched must pass the trust rule (core/trusted_path.hpp): a
+// Every folder searched must pass the trust rule (core/loader/trusted_path.hpp): a
 // folder that fails it (world-writable, owned by another user, below such a
 // folder; running as root, any user's own configuration folder not owned by
 // root) is not searched, and the refusal is reported under L3.

@@ -1,4 +1,4 @@
-#include "core/manifest.hpp"
+#include "core/loader/manifest.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/trusted_path.hpp"
+#include "core/loader/abi_negotiation.hpp"
+#include "core/loader/library_location.hpp"
+#include "core/loader/manifest_quoting.hpp"
+#include "core/loader/trusted_path.hpp"
 #include "rootspan/provider.h"
 #include "weights/strict_json.hpp"
 
@@ -32,33 +35,6 @@ constexpr const char *kOperation = "load_manifest";
 constexpr std::uintmax_t kMaxManifestBytes = 16u << 20;
 constexpr std::size_t kMaxNesting = 64;
 constexpr std::size_t kMaxNameLength = 64;
-
-// Quotes a manifest string for a message: escaped, and cut short, since a
-// hostile file may hold megabytes in one string.
-std::string in_quotes(std::string_view s) {
-  constexpr std::size_t kShown = 120;
-  const bool cut = s.size() > kShown;
-  if (cut) {
-    s = s.substr(0, kShown);
-    // Never end inside a UTF-8 sequence: drop continuation bytes, then their lead.
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.remove_suffix(1);
-    if (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xC0) s.remove_suffix(1);
-  }
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + (cut ? "\"..." : "\"");
-}
 
 std::string origin_text(const fs::path &origin) { return origin.empty() ? "<text>" : origin.string(); }
 
@@ -280,18 +256,8 @@ class EntryReader {
     if (!unsigned32(*it, "major", "abi.major", e.abi_major) || !unsigned32(*it, "minor", "abi.minor", e.abi_minor)) {
       return false;
     }
-    if (e.abi_major != ROOTSPAN_PROVIDER_ABI_MAJOR) {
-      fail("L6",
-           "declares provider ABI major " + std::to_string(e.abi_major) + " (expected " +
-               std::to_string(ROOTSPAN_PROVIDER_ABI_MAJOR) + ", actual " + std::to_string(e.abi_major) + ")",
-           ROOTSPAN_PROVIDER_ABI_MAJOR, e.abi_major, ROOTSPAN_ERR_ABI_MISMATCH);
-      return false;
-    }
-    if (e.abi_minor < ROOTSPAN_PROVIDER_ABI_MINOR_MIN) {
-      fail("L6",
-           "declares provider ABI minor " + std::to_string(e.abi_minor) + " (expected at least " +
-               std::to_string(ROOTSPAN_PROVIDER_ABI_MINOR_MIN) + ", actual " + std::to_string(e.abi_minor) + ")",
-           ROOTSPAN_PROVIDER_ABI_MINOR_MIN, e.abi_minor, ROOTSPAN_ERR_ABI_MISMATCH);
+    if (auto refusal = refuse_declared_abi(e.abi_major, e.abi_minor)) {
+      fail("L6", refusal->reason, refusal->expected, refusal->actual, ROOTSPAN_ERR_ABI_MISMATCH);
       return false;
     }
     return true;
@@ -455,30 +421,6 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
 
 std::string ManifestEntry::describe() const {
   return "manifest " + origin_text(manifest) + " entry " + std::to_string(index) + " " + in_quotes(name);
-}
-
-Result<LibraryLocation> resolve_library(std::string_view library, const fs::path &manifest) {
-  auto refuse = [&](const std::string &why) {
-    Diagnostic d = make_error(ROOTSPAN_ERR_INVALID_MANIFEST, kOperation, "library " + in_quotes(library) + ": " + why);
-    d.policy = "L2";
-    return d;
-  };
-  if (library.empty()) return refuse("empty (expected a file name or a path)");
-  if (library.find('\0') != std::string_view::npos) return refuse("contains a NUL character");
-  fs::path path{std::string(library)};
-  if (path.is_absolute()) return LibraryLocation{path.lexically_normal(), false};
-  if (library.find('/') == std::string_view::npos) {
-    // A bare name goes to the system search; "." and ".." would name directories.
-    if (library == "." || library == "..") return refuse("expected a file name, actual a directory name");
-    return LibraryLocation{path, true};
-  }
-  // Relative with a '/': against the manifest's own directory, never the current one.
-  fs::path base = manifest.parent_path();
-  if (!base.is_absolute()) {
-    return refuse("relative path, but the manifest " + in_quotes(manifest.string()) +
-                  " has no absolute directory to resolve it against");
-  }
-  return LibraryLocation{(base / path).lexically_normal(), false};
 }
 
 namespace {
