@@ -79,6 +79,20 @@ rootspan_status open_context(const ProviderOptions &options, ContextPtr &context
 // Writes one JSON document on stdout, with "format_version" added.
 void print_json(nlohmann::json document);
 
+// PATH, --schema FILE, --tensors PATTERN (repeatable) and --revision REV,
+// shared by `plan` and `load` (checkpoint_options.cpp).
+struct CheckpointArgs {
+  std::string path;
+  std::string schema;
+  std::vector<std::string> tensors;
+  std::string revision;
+  std::vector<const char *> patterns;  // tensors as C strings, kept for the call
+};
+void add_checkpoint_options(CLI::App &app, CheckpointArgs &checkpoint);
+// Points options at the schema, the tensor globs and the revision; the
+// pointers live as long as `checkpoint`.
+void apply_checkpoint_args(CheckpointArgs &checkpoint, rootspan_load_options &options);
+
 // --rank R, --world W and --split PATTERN=DIM (repeatable), shared by
 // `plan` and `load` (slice_options.cpp).
 struct SliceArgs {

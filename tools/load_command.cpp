@@ -22,15 +22,12 @@ namespace rootspan::cli {
 namespace {
 
 struct LoadArgs {
-  std::string path;
-  std::string schema;
+  CheckpointArgs checkpoint;  // PATH, --schema, --tensors, --revision
   std::string provider = "auto";
   std::uint32_t device = 0;
   rootspan_load_strategy strategy = ROOTSPAN_LOAD_MMAP;
   bool verify = false;
-  std::vector<std::string> tensors;  // --tensors PATTERN (repeatable)
-  std::string revision;              // --revision REV (a Hugging Face cache repository)
-  SliceArgs slice;                   // --rank, --world, --split: one rank's slice
+  SliceArgs slice;  // --rank, --world, --split: one rank's slice
 };
 
 using Clock = std::chrono::steady_clock;
@@ -174,15 +171,10 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
 
   rootspan_load_options opts{};
   opts.struct_size = sizeof opts;
-  opts.schema_path = load.schema.empty() ? nullptr : load.schema.c_str();
   opts.provider = rootspan_provider_choice_name(choice.get());
   opts.device = load.device;
   opts.strategy = load.strategy;
-  std::vector<const char *> patterns;
-  for (const std::string &pattern : load.tensors) patterns.push_back(pattern.c_str());
-  opts.tensors = patterns.data();
-  opts.tensor_count = patterns.size();
-  opts.revision = load.revision.empty() ? nullptr : load.revision.c_str();
+  apply_checkpoint_args(load.checkpoint, opts);
   std::vector<rootspan_split_rule> split_rules;
   apply_slice_args(load.slice, split_rules, opts);
 
@@ -191,7 +183,7 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
     // command line it is a mistake, refused as the read plan refuses it.
     char *unused = nullptr;
     rootspan_error *plan_error = nullptr;
-    if (rootspan_checkpoint_read_plan(load.path.c_str(), &opts, &unused, &plan_error) != ROOTSPAN_OK) {
+    if (rootspan_checkpoint_read_plan(load.checkpoint.path.c_str(), &opts, &unused, &plan_error) != ROOTSPAN_OK) {
       error.reset(plan_error);
       return print_error(options, error.get());
     }
@@ -204,7 +196,8 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   const Clock::time_point start = Clock::now();
   rootspan_weights *raw = nullptr;
   rootspan_error *raw_error = nullptr;
-  const rootspan_status status = rootspan_weights_load(context.get(), load.path.c_str(), &opts, &raw, &raw_error);
+  const rootspan_status status =
+      rootspan_weights_load(context.get(), load.checkpoint.path.c_str(), &opts, &raw, &raw_error);
   const Clock::time_point placed = Clock::now();
   progress.finish();
   if (status != ROOTSPAN_OK) {
@@ -235,7 +228,7 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
     SourceDigests sources;
     std::string problem;
     ErrorPtr source_error;
-    if (!digest_sources(load.path, opts, sources, source_error, problem)) {
+    if (!digest_sources(load.checkpoint.path, opts, sources, source_error, problem)) {
       return source_error ? print_error(options, source_error.get())
                           : print_program_error(options, kInvalidInput, "Io", "verify", problem);
     }
@@ -332,14 +325,7 @@ Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
       "load",
       "load every component (or those --tensors selects) into provider memory; with --world, only rank R's slice");
   auto args = std::make_shared<LoadArgs>();
-  app->add_option("PATH", args->path, "a checkpoint, as for inspect")->required();
-  app->add_option("--schema", args->schema, "the weight schema (default: one component per tensor)")->type_name("FILE");
-  app->add_option("--tensors", args->tensors, "only the components whose id matches this glob (repeatable)")
-      ->type_name("PATTERN")
-      ->allow_extra_args(false);
-  app->add_option("--revision", args->revision, "the ref or snapshot of a Hugging Face cache repository")
-      ->type_name("REV")
-      ->check(non_empty("a branch, tag or commit"));
+  add_checkpoint_options(*app, args->checkpoint);
   app->add_option("--provider", args->provider, "a provider by name, or auto: the highest priority with a device")
       ->type_name("NAME|auto")
       ->capture_default_str();

@@ -18,10 +18,7 @@ namespace rootspan::cli {
 namespace {
 
 struct PlanArgs {
-  std::string path;
-  std::string schema;                // --schema FILE
-  std::vector<std::string> tensors;  // --tensors PATTERN (repeatable)
-  std::string revision;              // --revision REV
+  CheckpointArgs checkpoint;  // PATH, --schema, --tensors, --revision
   SliceArgs slice;
 };
 
@@ -34,18 +31,13 @@ int run_plan(PlanArgs &args, const CommonOptions &options) {
   }
   rootspan_load_options opts{};
   opts.struct_size = sizeof opts;
-  opts.schema_path = args.schema.empty() ? nullptr : args.schema.c_str();
-  std::vector<const char *> patterns;
-  for (const std::string &pattern : args.tensors) patterns.push_back(pattern.c_str());
-  opts.tensors = patterns.data();
-  opts.tensor_count = patterns.size();
-  opts.revision = args.revision.empty() ? nullptr : args.revision.c_str();
+  apply_checkpoint_args(args.checkpoint, opts);
   std::vector<rootspan_split_rule> rules;
   apply_slice_args(args.slice, rules, opts);
 
   char *json = nullptr;
   rootspan_error *raw_error = nullptr;
-  if (rootspan_checkpoint_read_plan(args.path.c_str(), &opts, &json, &raw_error) != ROOTSPAN_OK) {
+  if (rootspan_checkpoint_read_plan(args.checkpoint.path.c_str(), &opts, &json, &raw_error) != ROOTSPAN_OK) {
     const ErrorPtr error(raw_error);
     return print_error(options, error.get());
   }
@@ -84,14 +76,7 @@ Runner add_plan_command(CLI::App &rootspan, CommonOptions &common) {
       "the byte ranges rank R of W reads for each component, reading no tensor data; uneven splits give the first "
       "n % W ranks one more (torch.tensor_split)");
   auto args = std::make_shared<PlanArgs>();
-  app->add_option("PATH", args->path, "a checkpoint, as for inspect")->required();
-  app->add_option("--schema", args->schema, "the weight schema (default: one component per tensor)")->type_name("FILE");
-  app->add_option("--tensors", args->tensors, "only the components whose id matches this glob (repeatable)")
-      ->type_name("PATTERN")
-      ->allow_extra_args(false);
-  app->add_option("--revision", args->revision, "the ref or snapshot of a Hugging Face cache repository")
-      ->type_name("REV")
-      ->check(non_empty("a branch, tag or commit"));
+  add_checkpoint_options(*app, args->checkpoint);
   add_slice_options(*app, args->slice);
   add_common_options(*app, common);
   return [args, &common] { return run_plan(*args, common); };

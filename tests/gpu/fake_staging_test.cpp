@@ -12,21 +12,17 @@
 #include <vector>
 
 #include "../materialize/materialize_support.hpp"
-#include "fake_runtime.hpp"
-#include "plugins/gpu/gpu_provider.hpp"
+#include "fake_load_fixture.hpp"
 
 namespace gpu_test {
 namespace {
 
-using FakeProvider = rootspan_gpu::GpuProvider<fake_gpu::Runtime>;
 using mtest::describe;
 using mtest::ErrorPtr;
 using mtest::sha256_hex;
 using mtest::write_index;
 using mtest::write_safetensors;
 using mtest::WrittenFile;
-
-const rootspan_provider_table *fake_entry(std::uint32_t, std::uint32_t) { return &FakeProvider::table; }
 
 constexpr std::uint64_t kBufferBytes = 16384;
 constexpr std::uint32_t kBuffers = 3;
@@ -37,13 +33,11 @@ int pinned_live() {
   return n;
 }
 
-class FakeStagingTest : public ::testing::Test {
+class FakeStagingTest : public FakeLoadFixture<::testing::Test> {
  protected:
+  FakeStagingTest() : FakeLoadFixture(1) {}
   void SetUp() override {
-    fake_gpu::reset(1);
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
-    ASSERT_EQ(rootspan_context_add_provider(context_, fake_entry, "{}", &raw), ROOTSPAN_OK) << describe(raw);
+    FakeLoadFixture::SetUp();
     // Two shards of 64 KiB F32 tensors (4 staging chunks each) and odd-sized
     // U8 ones: 26 chunks through 3 buffers, so every buffer is refilled.
     a_ = write_safetensors(dir_, "a.safetensors",
@@ -51,20 +45,6 @@ class FakeStagingTest : public ::testing::Test {
     b_ = write_safetensors(dir_, "b.safetensors",
                            {{"w2", "F32", {64, 256}}, {"w3", "F32", {64, 256}}, {"u1", "U8", {777}}}, 32);
     write_index(dir_, {{"a.safetensors", &a_}, {"b.safetensors", &b_}});
-  }
-  void TearDown() override {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    std::uint64_t live = 0;
-    if (context_ != nullptr) {
-      EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    }
-    EXPECT_EQ(live, 0u);
-    EXPECT_TRUE(fake_gpu::state().allocations.empty());
-    EXPECT_EQ(fake_gpu::state().pending_at_free, 0);
-    EXPECT_EQ(fake_gpu::state().pending_at_destroy, 0);
-    EXPECT_EQ(fake_gpu::state().invalid_frees, 0);
   }
 
   rootspan_load_options options(std::uint32_t buffers = kBuffers, std::uint64_t bytes = kBufferBytes) const {
@@ -113,8 +93,6 @@ class FakeStagingTest : public ::testing::Test {
   mtest::TempDir dir_;
   WrittenFile a_;
   WrittenFile b_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
 };
 
 TEST_F(FakeStagingTest, ReadsOverlapCopiesThroughAPinnedRingAllocatedOncePerLoad) {

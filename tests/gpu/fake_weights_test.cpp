@@ -9,14 +9,12 @@
 #include <vector>
 
 #include "../materialize/materialize_support.hpp"
-#include "fake_runtime.hpp"
-#include "plugins/gpu/gpu_provider.hpp"
+#include "fake_load_fixture.hpp"
 
 namespace gpu_test {
 namespace {
 
 namespace fs = std::filesystem;
-using FakeProvider = rootspan_gpu::GpuProvider<fake_gpu::Runtime>;
 using mtest::dense_component;
 using mtest::describe;
 using mtest::schema_json;
@@ -25,30 +23,10 @@ using mtest::write_index;
 using mtest::write_safetensors;
 using mtest::WrittenFile;
 
-const rootspan_provider_table *fake_entry(std::uint32_t, std::uint32_t) { return &FakeProvider::table; }
-
-class FakeWeightsTest : public ::testing::TestWithParam<rootspan_load_strategy> {
+class FakeWeightsTest : public FakeLoadFixture<::testing::TestWithParam<rootspan_load_strategy>> {
  protected:
-  void SetUp() override {
-    fake_gpu::reset(2);
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
-    ASSERT_EQ(rootspan_context_add_provider(context_, fake_entry, "{}", &raw), ROOTSPAN_OK) << describe(raw);
-  }
-  void TearDown() override {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    std::uint64_t live = 0;
-    if (context_ != nullptr) {
-      EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    }
-    EXPECT_EQ(live, 0u);
-    EXPECT_TRUE(fake_gpu::state().allocations.empty());
-    EXPECT_EQ(fake_gpu::state().pending_at_free, 0);
-    EXPECT_EQ(fake_gpu::state().pending_at_destroy, 0);
-    EXPECT_EQ(fake_gpu::state().invalid_frees, 0);
-  }
+  FakeWeightsTest() : FakeLoadFixture(2) {}
+  void SetUp() override { FakeLoadFixture::SetUp(); }
 
   rootspan_component_info info(std::size_t index) const {
     rootspan_component_info i{};
@@ -58,8 +36,6 @@ class FakeWeightsTest : public ::testing::TestWithParam<rootspan_load_strategy> 
   }
 
   mtest::TempDir dir_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
 };
 
 TEST_P(FakeWeightsTest, ComponentsLandInDeviceMemoryWithTheFilesDigests) {
