@@ -137,10 +137,11 @@ rootspan_status rootspan_provider_report_get(const rootspan_context *context, si
   if (found == nullptr) return ROOTSPAN_ERR_NOT_FOUND;
   const rootspan::ProviderReport &r = *found;
   auto c_str_or_null = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
-  write_struct(report, rootspan_provider_report{sizeof(rootspan_provider_report), r.name.c_str(), r.kind.c_str(),
-                                                r.origin, r.state, c_str_or_null(r.library), c_str_or_null(r.manifest),
-                                                r.abi_major, r.abi_minor, r.device_count, r.priority,
-                                                c_str_or_null(r.policy), c_str_or_null(r.reason), r.code});
+  write_struct(report,
+               rootspan_provider_report{sizeof(rootspan_provider_report), r.name.c_str(), r.kind.c_str(), r.origin,
+                                        r.state, c_str_or_null(r.library), c_str_or_null(r.manifest), r.abi_major,
+                                        r.abi_minor, r.device_count, r.priority, c_str_or_null(r.policy),
+                                        c_str_or_null(r.reason), r.code, c_str_or_null(r.note)});
   return ROOTSPAN_OK;
 }
 

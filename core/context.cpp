@@ -67,6 +67,8 @@ Result<void> Context::start_provider(const rootspan_provider_table &table, std::
   report.state = p.device_count() == 0 ? ROOTSPAN_PROVIDER_NO_DEVICE : ROOTSPAN_PROVIDER_LOADED;
   if (p.device_count() == 0) {
     report.reason = p.device_note().empty() ? "the provider reports no device and gave no reason" : p.device_note();
+  } else {
+    report.note = p.device_note();
   }
   std::unique_lock lock(providers_mutex_);
   reports_.push_back(std::move(report));

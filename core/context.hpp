@@ -32,6 +32,7 @@ struct ProviderReport {
   std::string policy;                  // the policy that skipped it, or ""
   std::string reason;                  // why it was skipped or failed, or why it has no device
   rootspan_status code = ROOTSPAN_OK;  // the error that skipped or failed it
+  std::string note;                    // what a loaded provider said when it counted its devices, or ""
 };
 
 struct ContextOptions {

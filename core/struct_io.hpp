@@ -38,8 +38,8 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_requested, REQUESTED, ROOTSPAN_STRUCT_END(root
 ROOTSPAN_STRUCT_VERSIONS(rootspan_span, SPAN, ROOTSPAN_STRUCT_END(rootspan_span, alignment));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_context_options, CONTEXT_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_context_options, discover_manifests));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_provider_report, PROVIDER_REPORT,
-                         ROOTSPAN_STRUCT_END(rootspan_provider_report, code));
+ROOTSPAN_STRUCT_VERSIONS(rootspan_provider_report, PROVIDER_REPORT, ROOTSPAN_STRUCT_END(rootspan_provider_report, code),
+                         ROOTSPAN_STRUCT_END(rootspan_provider_report, note));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_root_info, ROOT_INFO, ROOTSPAN_STRUCT_END(rootspan_root_info, provider));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_allocate_options, ALLOCATE_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_allocate_options, dtype));

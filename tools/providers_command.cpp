@@ -84,7 +84,8 @@ int run_providers(const CommonOptions &options) {
                          {"policy", string_or_null(report.policy)},
                          {"code", report.code == ROOTSPAN_OK ? nlohmann::json(nullptr)
                                                              : nlohmann::json(rootspan_status_name(report.code))},
-                         {"reason", string_or_null(report.reason)}});
+                         {"reason", string_or_null(report.reason)},
+                         {"note", string_or_null(report.note)}});
   }
   if (options.json) {
     print_json({{"manifests", manifests}, {"providers", providers}});
@@ -107,6 +108,7 @@ int run_providers(const CommonOptions &options) {
       // The reason is the whole diagnostic: it names its policy already.
       detail += (detail.empty() ? "" : "; ") + p["reason"].get<std::string>();
     }
+    if (!p["note"].is_null()) detail += (detail.empty() ? "" : "; ") + p["note"].get<std::string>();
     table.add_row({shown(p["name"]), shown(p["kind"]), p["origin"].get<std::string>(), p["status"].get<std::string>(),
                    abi, terminal_safe(detail)});
   }

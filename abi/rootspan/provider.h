@@ -153,7 +153,9 @@ typedef struct rootspan_provider_table {
                           rootspan_provider_instance **instance, rootspan_provider_message *message);
   /* Required. Called once, after every allocation has been released. */
   void (*shutdown)(rootspan_provider_instance *instance);
-  /* Required. Zero devices is a valid answer; message then says why. */
+  /* Required. Zero devices is a valid answer; message then says why. With
+   * devices, anything written to message is kept as the provider's note
+   * (rootspan_provider_report.note), e.g. a mode it runs in. */
   rootspan_status (*device_count)(rootspan_provider_instance *instance, uint32_t *count,
                                   rootspan_provider_message *message);
   /* Required. */

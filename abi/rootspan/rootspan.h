@@ -170,8 +170,11 @@ typedef struct rootspan_provider_report {
   const char *policy;              /* out: the policy that skipped it ("L4"), or NULL */
   const char *reason;              /* out: why it was skipped, failed, or has no device; or NULL */
   rootspan_status code;            /* out: the error that skipped or failed it; ROOTSPAN_OK when loaded */
+  /* Added later; an older caller's struct_size leaves it out. */
+  const char *note; /* out: what a loaded provider said of itself when it counted its devices (the host
+                       provider: whether transparent huge pages back large allocations), or NULL */
 } rootspan_provider_report;
-#define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD code
+#define ROOTSPAN_PROVIDER_REPORT_LAST_FIELD note
 #define ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "rootspan/provider.h"
@@ -147,8 +148,35 @@ rootspan_status host_init(const rootspan_core_services *services_in, const char 
 
 void host_shutdown(rootspan_provider_instance *instance) { delete as_host(instance); }
 
-rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *count, rootspan_provider_message *) {
+// What the kernel does with MADV_HUGEPAGE: the word in brackets of
+// /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise",
+// "never"), or "" where the file cannot be read.
+std::string transparent_huge_pages_mode() {
+  std::FILE *file = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+  if (file == nullptr) return "";
+  char line[128] = {};
+  const bool read = std::fgets(line, sizeof line, file) != nullptr;
+  std::fclose(file);
+  if (!read) return "";
+  const char *open = std::strchr(line, '[');
+  const char *close = open == nullptr ? nullptr : std::strchr(open, ']');
+  return close == nullptr ? "" : std::string(open + 1, close);
+}
+
+rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *count,
+                                  rootspan_provider_message *message) {
   *count = 1;
+  // The note says whether large allocations get huge pages: without them a
+  // first copy load faults every 4 KiB page of fresh memory.
+  const std::string mode = transparent_huge_pages_mode();
+  if (mode == "always" || mode == "madvise") {
+    std::snprintf(message->data, message->capacity,
+                  "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
+  } else if (!mode.empty()) {
+    std::snprintf(message->data, message->capacity,
+                  "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",
+                  mode.c_str());
+  }
   return ROOTSPAN_OK;
 }
 

@@ -225,6 +225,28 @@ TEST_F(Providers, AnAllocateErrorPassesTheProvidersMessage) {
   release(root);
 }
 
+TEST_F(Providers, ALoadedProvidersNoteIsReportedAndAnOlderCallerDoesNotGetIt) {
+  behaviour().device_note = "running in unified-memory mode";
+  add(test_provider_entry);
+  const rootspan_provider_report r = report(1);
+  EXPECT_EQ(r.state, ROOTSPAN_PROVIDER_LOADED);
+  EXPECT_EQ(r.reason, nullptr);
+  ASSERT_NE(r.note, nullptr);
+  EXPECT_STREQ(r.note, "running in unified-memory mode");
+  // A caller built before the note existed: its struct ends at code, and
+  // the bytes after it stay as they were.
+  rootspan_provider_report older{};
+  std::memset(&older, 0xAB, sizeof older);
+  older.struct_size = offsetof(rootspan_provider_report, code) + sizeof(rootspan_status);
+  ASSERT_EQ(rootspan_provider_report_get(context_, 1, &older), ROOTSPAN_OK);
+  EXPECT_STREQ(older.name, "test");
+  const auto *tail = reinterpret_cast<const unsigned char *>(&older) + older.struct_size;
+  for (std::size_t i = 0; i < sizeof older - older.struct_size; ++i) EXPECT_EQ(tail[i], 0xAB) << i;
+  // The host provider's note says what backs its large allocations.
+  const rootspan_provider_report host = report(0);
+  if (host.note != nullptr) EXPECT_NE(std::string(host.note).find("transparent huge pages: "), std::string::npos);
+}
+
 TEST_F(Providers, AProviderWithNoDeviceReportsWhy) {
   behaviour().device_count = 0;
   behaviour().device_note = "no device is attached";

@@ -290,7 +290,7 @@ std::vector<Contract> StructSizeContract::contracts() {
          return e.outcome(rootspan_span_derive(root_, 0, 8, &as<rootspan_span>(p), e.out()));
        }},
       {STRUCT(rootspan_provider_report, PROVIDER_REPORT),
-       {END(rootspan_provider_report, code)},
+       {END(rootspan_provider_report, code), END(rootspan_provider_report, note)},
        alignof(rootspan_provider_report),
        true,
        {},

@@ -84,8 +84,8 @@ def main():
         check(report["manifests"] == [good, mixed], "manifests in order: %s" % report["manifests"])
         by_name = {p["name"]: p for p in report["providers"]}
         check(sorted(by_name) == ["abi-major", "host", "needs-absent", "simdev"], "providers: %s" % sorted(by_name))
-        keys = ["abi", "code", "devices", "kind", "library", "manifest", "name", "origin", "policy", "priority",
-                "reason", "status"]
+        keys = ["abi", "code", "devices", "kind", "library", "manifest", "name", "note", "origin", "policy",
+                "priority", "reason", "status"]
         for p in report["providers"]:
             check(sorted(p) == keys, "keys of %s: %s" % (p["name"], sorted(p)))
 
@@ -93,6 +93,18 @@ def main():
         check(host["status"] == "loaded" and host["origin"] == "static", "static host: %s" % host)
         check(host["library"] is None and host["manifest"] is None, "static host has no library: %s" % host)
         check(host["policy"] is None and host["reason"] is None, "loaded host has no reason: %s" % host)
+        # The host's note names the kernel's transparent huge page mode, the
+        # bracketed word of the file it comes from.
+        try:
+            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+                mode = f.read().split("[")[1].split("]")[0]
+        except (OSError, IndexError):
+            mode = None
+        if mode is None:
+            check(host["note"] is None, "no huge page mode, no note: %s" % host)
+        else:
+            check(host["note"] is not None and host["note"].startswith("transparent huge pages: %s (" % mode),
+                  "host note names the huge page mode %r: %s" % (mode, host["note"]))
 
         simdev = by_name["simdev"]
         check(simdev["status"] == "loaded", "simdev loaded: %s" % simdev)

@@ -68,7 +68,7 @@ class ProviderReport(Structure):
     _fields_ = [("struct_size", c_size_t), ("name", c_char_p), ("kind", c_char_p), ("origin", c_int32),
                 ("state", c_int32), ("library", c_char_p), ("manifest", c_char_p), ("abi_major", c_uint32),
                 ("abi_minor", c_uint32), ("device_count", c_uint32), ("priority", c_int32), ("policy", c_char_p),
-                ("reason", c_char_p), ("code", c_int32)]
+                ("reason", c_char_p), ("code", c_int32), ("note", c_char_p)]
 
 
 class RootInfo(Structure):

@@ -43,6 +43,7 @@ class ProviderReport:
     reason: Optional[str]  # why it was skipped, failed, or has no device
     code: int  # the status that skipped or failed it; 0 when loaded
     devices: List[DeviceInfo] = field(default_factory=list)
+    note: Optional[str] = None  # what a loaded provider said of itself (the host: its huge page mode)
 
     @property
     def error_name(self):
@@ -219,7 +220,7 @@ class Context:
                 name, _text(r.kind), _abi.ORIGINS[r.origin] if 0 <= r.origin < 3 else str(r.origin),
                 _abi.STATES[r.state] if 0 <= r.state < len(_abi.STATES) else str(r.state), _text(r.library), _text(r.manifest),
                 (r.abi_major, r.abi_minor), r.device_count, r.priority, _text(r.policy), _text(r.reason), r.code,
-                devices))
+                devices, _text(r.note)))
         return out
 
     def manifests(self):

@@ -69,6 +69,9 @@ class Providers(unittest.TestCase):
                     self.assertTrue(other.reason, other)
             self.assertTrue(host.library.endswith("librootspan-host.so"))
             self.assertEqual(len(host.devices), 1)
+            self.assertIsNone(host.reason)
+            if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"):
+                self.assertTrue(host.note.startswith("transparent huge pages: "), host.note)
             with ctx.allocate(16) as root:
                 self.assertEqual(root.info.provider, "host")
 
