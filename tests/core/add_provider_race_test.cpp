@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "embedded_providers.hpp"
 #include "rootspan/rootspan.h"
+#include "tests/support/embedded_providers.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "embedded_providers.hpp"
 #include "rootspan/rootspan.h"
+#include "tests/support/embedded_providers.hpp"
 
 namespace {
 

@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "embedded_providers.hpp"
 #include "rootspan/weights.h"
 #include "test_support.hpp"
+#include "tests/support/embedded_providers.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "rootspan/rootspan.h"
-#include "test_providers.hpp"
+#include "tests/support/test_providers.hpp"
 
 namespace rstest {
 

@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
-#include "../core/embedded_providers.hpp"
-#include "../core/test_providers.hpp"
 #include "rootspan/rootspan.h"
 #include "rootspan/weights.h"
+#include "tests/support/embedded_providers.hpp"
+#include "tests/support/test_providers.hpp"
 
 namespace {
 

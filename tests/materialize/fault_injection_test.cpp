@@ -17,7 +17,7 @@
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "core/loader/static_providers.hpp"
 #include "materialize_support.hpp"
-#include "upload_provider.hpp"
+#include "tests/support/upload_provider.hpp"
 
 namespace mtest {
 namespace {

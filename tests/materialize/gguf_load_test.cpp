@@ -12,7 +12,7 @@
 #include "core/context.hpp"
 #include "core/copy.hpp"
 #include "materialize_support.hpp"
-#include "upload_provider.hpp"
+#include "tests/support/upload_provider.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/gguf_checkpoint.hpp"
 #include "weights/materialize.hpp"

@@ -10,7 +10,7 @@
 
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "materialize_support.hpp"
-#include "upload_provider.hpp"
+#include "tests/support/upload_provider.hpp"
 
 namespace mtest {
 namespace {

@@ -1,4 +1,4 @@
-#include "upload_provider.hpp"
+#include "tests/support/upload_provider.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "embedded_providers.hpp"
+#include "tests/support/embedded_providers.hpp"
 
 #include <array>
 #include <cstdlib>

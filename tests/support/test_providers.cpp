@@ -1,4 +1,4 @@
-#include "test_providers.hpp"
+#include "tests/support/test_providers.hpp"
 
 #include <algorithm>
 #include <cstdio>
