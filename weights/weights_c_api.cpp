@@ -113,6 +113,14 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   // read at the stride this library was built with). Every rule must say the
   // same size.
   const std::size_t first_size = o.split_rule_count == 0 ? 0 : o.split_rules[0].struct_size;
+  // No version of the struct will be this long: a larger size is a mistake,
+  // and a stride from it would point far past the caller's array.
+  constexpr std::size_t kLargestRule = 1024;
+  if (first_size > kLargestRule) {
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                "options.split_rules[0].struct_size is too large for any version of the struct",
+                                kLargestRule, first_size);
+  }
   const std::size_t stride =
       (first_size + alignof(rootspan_split_rule) - 1) / alignof(rootspan_split_rule) * alignof(rootspan_split_rule);
   const auto *bytes = reinterpret_cast<const std::byte *>(o.split_rules);

@@ -178,6 +178,8 @@ TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
   EXPECT_NE(message_.find("split_rules[0].pattern is NULL"), std::string::npos) << message_;
   EXPECT_EQ(load(0, 2, {{4, "up", 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message_.find("split_rules[0].struct_size is too small"), std::string::npos) << message_;
+  EXPECT_EQ(load(0, 2, {{std::size_t{1} << 40, "up", 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message_.find("split_rules[0].struct_size is too large"), std::string::npos) << message_;
   // Every rule of one array is one version of the struct.
   EXPECT_EQ(load(0, 2, {up0, {ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, "norm", -1}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message_.find("split_rules[1].struct_size differs from split_rules[0]'s"), std::string::npos) << message_;
