@@ -191,7 +191,7 @@ rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan
   if (context == nullptr || root == nullptr) return invalid(error, "root_allocate", "context or root is NULL");
   if (rootspan_status s = check_struct(error, options, "root_allocate", "options"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
-  return guarded(error, "root_allocate", [&]() -> rootspan::Result<void> {
+  return guarded(error, "root_allocate", root, [&] {
     const rootspan_allocate_options o = read_struct(options);
     rootspan::AllocateOptions opts;
     opts.provider = o.provider == nullptr ? "host" : o.provider;
@@ -200,11 +200,7 @@ rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan
     opts.byte_length = o.byte_length;
     opts.alignment = o.alignment == 0 ? 64 : o.alignment;
     opts.dtype = o.dtype;
-    auto made_result = context->context->allocate(opts);
-    if (!made_result) return std::move(made_result).error();
-    auto made = std::move(made_result).value();
-    *root = handle_of(made);
-    return BOOST_OUTCOME_V2_NAMESPACE::success();
+    return context->context->allocate(opts);
   });
 }
 
@@ -219,18 +215,14 @@ rootspan_status rootspan_root_import_host(rootspan_context *context, const roots
   // A struct_size that cannot be read leaves the deleter unknown: it is not called.
   if (rootspan_status s = check_struct(error, import, "root_import_host", "import"); s != ROOTSPAN_OK) return s;
   *root = nullptr;
-  return guarded(error, "root_import_host", [&]() -> rootspan::Result<void> {
+  return guarded(error, "root_import_host", root, [&] {
     const rootspan_host_import i = read_struct(import);
     rootspan::HostImport host;
     host.provider = i.provider == nullptr ? "host" : i.provider;
     host.memory = {sizeof(rootspan_host_memory), i.data, i.byte_length, i.alignment, i.deleter, i.deleter_context};
     host.dtype = i.dtype;
     host.read_only = i.read_only != 0;
-    auto made_result = context->context->import_host(host);
-    if (!made_result) return std::move(made_result).error();
-    auto made = std::move(made_result).value();
-    *root = handle_of(made);
-    return BOOST_OUTCOME_V2_NAMESPACE::success();
+    return context->context->import_host(host);
   });
 }
 
@@ -278,13 +270,8 @@ rootspan_status rootspan_claim_acquire(rootspan_root *root, uint64_t offset, uin
     return invalid(error, "claim_acquire", "mode is neither ROOTSPAN_CLAIM_SHARED nor ROOTSPAN_CLAIM_EXCLUSIVE");
   }
   *claim = nullptr;
-  return guarded(error, "claim_acquire", [&]() -> rootspan::Result<void> {
-    auto c_result = rootspan::claim_acquire(*root_of(root), offset, length, mode);
-    if (!c_result) return std::move(c_result).error();
-    auto c = std::move(c_result).value();
-    *claim = handle_of(c);
-    return BOOST_OUTCOME_V2_NAMESPACE::success();
-  });
+  return guarded(error, "claim_acquire", claim,
+                 [&] { return rootspan::claim_acquire(*root_of(root), offset, length, mode); });
 }
 
 rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges, size_t count,
@@ -317,13 +304,8 @@ static rootspan_status map(rootspan_claim *claim, rootspan_dtype dtype, uint64_t
   const char *operation = write ? "map_write" : "map_read";
   if (claim == nullptr || mapping == nullptr) return invalid(error, operation, "claim or mapping is NULL");
   *mapping = nullptr;
-  return guarded(error, operation, [&]() -> rootspan::Result<void> {
-    auto m_result = rootspan::map_range(*claim_of(claim), dtype, offset, length, write);
-    if (!m_result) return std::move(m_result).error();
-    auto m = std::move(m_result).value();
-    *mapping = reinterpret_cast<rootspan_mapping *>(m);
-    return BOOST_OUTCOME_V2_NAMESPACE::success();
-  });
+  return guarded(error, operation, mapping,
+                 [&] { return rootspan::map_range(*claim_of(claim), dtype, offset, length, write); });
 }
 
 rootspan_status rootspan_map_read(rootspan_claim *claim, rootspan_dtype dtype, uint64_t offset, uint64_t length,

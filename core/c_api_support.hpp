@@ -57,20 +57,45 @@ inline rootspan_status invalid(rootspan_error **error, const char *operation, co
   return report(error, rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation, cause));
 }
 
-// Runs an entry point's body: a Result becomes a status, an escaping exception
-// an error (allocation failure, or a bug).
-template <class Body>
-rootspan_status guarded(rootspan_error **error, const char *operation, Body &&body) noexcept {
+// Turns the exception being handled into an error: allocation failure, or a
+// bug. Call only from a catch block.
+inline rootspan_status report_current_exception(rootspan_error **error, const char *operation) noexcept {
   try {
-    auto result = body();
-    if (result) return ROOTSPAN_OK;
-    return report(error, std::move(result).error());
+    throw;
   } catch (const std::bad_alloc &) {
     return report(error, rootspan::make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, operation, "out of memory"));
   } catch (const std::exception &e) {
     return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, e.what()));
   } catch (...) {
     return report(error, rootspan::make_error(ROOTSPAN_ERR_PROVIDER_FAILURE, operation, "unknown exception"));
+  }
+}
+
+// Runs an entry point's body: a Result becomes a status, an escaping exception
+// an error.
+template <class Body>
+rootspan_status guarded(rootspan_error **error, const char *operation, Body &&body) noexcept {
+  try {
+    auto result = body();
+    if (result) return ROOTSPAN_OK;
+    return report(error, std::move(result).error());
+  } catch (...) {
+    return report_current_exception(error, operation);
+  }
+}
+
+// The same for a body that makes an object (Result<T *>): on success `*out`
+// is its handle. Straight from the body's Result, as claims and mappings are
+// made on the hot path.
+template <class Handle, class Body>
+rootspan_status guarded(rootspan_error **error, const char *operation, Handle **out, Body &&body) noexcept {
+  try {
+    auto result = body();
+    if (!result) return report(error, std::move(result).error());
+    *out = reinterpret_cast<Handle *>(result.value());
+    return ROOTSPAN_OK;
+  } catch (...) {
+    return report_current_exception(error, operation);
   }
 }
 

@@ -1,7 +1,43 @@
 #include "core/claim_ops.hpp"
+
+#include <string>
+
 #include "core/span_derivation.hpp"
 
 namespace rootspan {
+
+namespace {
+
+// The refusals' messages and context, apart from the checks (the hot path).
+[[gnu::cold, gnu::noinline]] Diagnostic read_only_root(const Root &root, std::uint64_t offset, std::uint64_t length) {
+  Diagnostic d =
+      make_error(ROOTSPAN_ERR_READ_ONLY, "claim_acquire", "root is read-only; an exclusive claim needs write access");
+  d.requested = root.request(offset, length);
+  return d;
+}
+
+[[gnu::cold, gnu::noinline]] Diagnostic conflict_with(const Claim &other, const Root &root, std::uint64_t offset,
+                                                      std::uint64_t length) {
+  return with_request(make_error(ROOTSPAN_ERR_CONFLICT, "", "conflict with " + describe_claim(other)), "claim_acquire",
+                      root.request(offset, length));
+}
+
+// A refusal of `claim`'s bookkeeping, with the claim's range as requested and resolved.
+[[gnu::cold, gnu::noinline]] Diagnostic about_claim(Diagnostic d, const Claim &claim) {
+  d.requested = claim.root->request(claim.relative_offset(), claim.span.length);
+  d.resolution = claim.span;
+  return d;
+}
+
+[[gnu::cold, gnu::noinline]] Diagnostic still_busy(const Claim &claim) {
+  return about_claim(make_error(ROOTSPAN_ERR_BUSY, "claim_release",
+                                describe_claim(claim) + " still has " + std::to_string(claim.children) + " children, " +
+                                    std::to_string(claim.mappings) + " mappings and " +
+                                    std::to_string(claim.device_accesses) + " device accesses"),
+                     claim);
+}
+
+}  // namespace
 
 Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t length) {
   auto span = derive_span(root.id, root.extent, offset, length);
@@ -12,15 +48,15 @@ Result<Span> span_of(const Root &root, std::uint64_t offset, std::uint64_t lengt
 Result<Claim *> claim_acquire(Root &root, std::uint64_t offset, std::uint64_t length, rootspan_claim_mode mode) {
   auto span = derive_span(root.id, root.extent, offset, length);
   if (!span) return with_request(span.error(), "claim_acquire", root.request(offset, length));
-  if (mode == ROOTSPAN_CLAIM_EXCLUSIVE && root.read_only) {
-    Diagnostic d =
-        make_error(ROOTSPAN_ERR_READ_ONLY, "claim_acquire", "root is read-only; an exclusive claim needs write access");
-    d.requested = root.request(offset, length);
-    return d;
+  if (mode == ROOTSPAN_CLAIM_EXCLUSIVE && root.read_only) [[unlikely]] {
+    return read_only_root(root, offset, length);
   }
   std::lock_guard lock(root.mutex);
-  auto claim = root.claims.acquire(&root, span.value(), mode);
-  if (!claim) return with_request(claim.error(), "claim_acquire", root.request(offset, length));
+  const Claim *conflict = nullptr;
+  Claim *claim = root.claims.acquire(&root, span.value(), mode, conflict);
+  if (claim == nullptr) [[unlikely]] {
+    return conflict_with(*conflict, root, offset, length);
+  }
   return claim;
 }
 
@@ -44,26 +80,17 @@ Result<void> claim_split(Claim &parent, const rootspan_range *ranges, std::size_
   }
   std::lock_guard lock(root.mutex);
   auto split = root.claims.split(&parent, spans.data(), count, children);
-  if (!split) {
-    Diagnostic d = split.error();
-    d.requested = root.request(parent_relative, parent.span.length);
-    d.resolution = parent.span;
-    return d;
-  }
+  if (!split) return about_claim(*split.error(), parent);
   return split;
 }
 
 Result<void> claim_release(Claim &claim) {
   Root &root = *claim.root;
   std::lock_guard lock(root.mutex);
-  auto released = root.claims.release(&claim);
-  if (!released) {
-    Diagnostic d = released.error();
-    d.requested = root.request(claim.relative_offset(), claim.span.length);
-    d.resolution = claim.span;
-    return d;
+  if (!root.claims.release(&claim)) [[unlikely]] {
+    return still_busy(claim);
   }
-  return released;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
 }  // namespace rootspan

@@ -18,33 +18,16 @@ std::string range_text(std::uint64_t offset, std::uint64_t length) {
 
 }  // namespace
 
-std::uint64_t Claim::relative_offset() const { return span.offset - root->extent.offset; }
-
 std::string describe_claim(const Claim &claim) {
   return std::string(mode_name(claim.mode)) + " claim " + range_text(claim.relative_offset(), claim.span.length);
 }
 
-Claim *ClaimBook::new_claim() {
-  if (free_claims_.empty()) {
-    claim_storage_.push_back(std::make_unique<Claim>());
-    free_claims_.push_back(claim_storage_.back().get());
-  }
-  Claim *claim = free_claims_.back();
-  free_claims_.pop_back();
-  claim->parent = nullptr;
-  claim->children = 0;
-  claim->mappings = 0;
-  claim->device_accesses = 0;
-  claim->accesses.clear();  // keeps its capacity: a pooled claim allocates nothing
-  return claim;             // the caller sets root, span and mode
-}
-
-Result<Claim *> ClaimBook::acquire(Root *root, const Span &span, rootspan_claim_mode mode) {
+Claim *ClaimBook::acquire(Root *root, const Span &span, rootspan_claim_mode mode, const Claim *&conflict) {
   for (const Claim *other : live_) {
     if ((mode == ROOTSPAN_CLAIM_EXCLUSIVE || other->mode == ROOTSPAN_CLAIM_EXCLUSIVE) &&
-        spans_overlap(span, other->span)) {
-      Diagnostic d = make_error(ROOTSPAN_ERR_CONFLICT, "claim_acquire", "conflict with " + describe_claim(*other));
-      return d;
+        spans_overlap(span, other->span)) [[unlikely]] {
+      conflict = other;
+      return nullptr;
     }
   }
   // Reserve first so that a failed push_back cannot lose the claim record.
@@ -98,32 +81,16 @@ Result<void> ClaimBook::split(Claim *parent, const Span *children, std::size_t c
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
-Result<void> ClaimBook::release(Claim *claim) {
-  if (claim->children != 0 || claim->mappings != 0 || claim->device_accesses != 0) {
-    return make_error(ROOTSPAN_ERR_BUSY, "claim_release",
-                      describe_claim(*claim) + " still has " + std::to_string(claim->children) + " children, " +
-                          std::to_string(claim->mappings) + " mappings and " + std::to_string(claim->device_accesses) +
-                          " device accesses");
+bool ClaimBook::release(Claim *claim) {
+  if (claim->children != 0 || claim->mappings != 0 || claim->device_accesses != 0) [[unlikely]] {
+    return false;
   }
   auto it = std::find(live_.begin(), live_.end(), claim);
   live_.erase(it);
   if (claim->parent != nullptr) --claim->parent->children;
   claim->root = nullptr;
   free_claims_.push_back(claim);  // capacity never shrinks: no allocation here
-  return BOOST_OUTCOME_V2_NAMESPACE::success();
-}
-
-Mapping *ClaimBook::new_mapping(Claim *claim) {
-  if (free_mappings_.empty()) {
-    mapping_storage_.push_back(std::make_unique<Mapping>());
-    free_mappings_.push_back(mapping_storage_.back().get());
-  }
-  Mapping *mapping = free_mappings_.back();
-  free_mappings_.pop_back();
-  *mapping = Mapping{};
-  mapping->claim = claim;
-  ++claim->mappings;
-  return mapping;
+  return true;
 }
 
 std::vector<Mapping *> ClaimBook::live_mappings() const {
@@ -132,12 +99,6 @@ std::vector<Mapping *> ClaimBook::live_mappings() const {
     if (mapping->claim != nullptr) live.push_back(mapping.get());
   }
   return live;
-}
-
-void ClaimBook::free_mapping(Mapping *mapping) {
-  --mapping->claim->mappings;
-  mapping->claim = nullptr;
-  free_mappings_.push_back(mapping);
 }
 
 }  // namespace rootspan

@@ -27,7 +27,7 @@ struct Claim {
   // The live device accesses as the provider returned them, so that a
   // context destroyed with accesses live can release them.
   std::vector<rootspan_device_access> accesses;
-  std::uint64_t relative_offset() const;  // the span's offset relative to its root
+  std::uint64_t relative_offset() const;  // the span's offset relative to its root (inline, root.hpp)
 };
 
 struct Mapping {
@@ -38,15 +38,21 @@ struct Mapping {
 
 class ClaimBook {
  public:
-  // A new claim over `span`, or Conflict naming an overlapping claim when
-  // either is exclusive.
-  Result<Claim *> acquire(Root *root, const Span &span, rootspan_claim_mode mode);
+  // A new claim over `span`; nullptr, with `conflict` set to it, when a live
+  // claim overlaps the span and either is exclusive. (Plain values rather
+  // than a Result here: every claim takes this path, and claim_ops.cpp words
+  // the refusal.)
+  Claim *acquire(Root *root, const Span &span, rootspan_claim_mode mode, const Claim *&conflict);
   // Disjoint exclusive children inside an exclusive parent; on failure none.
   Result<void> split(Claim *parent, const Span *children, std::size_t count, Claim **out);
-  // Busy while the claim has children, mappings or device accesses.
-  Result<void> release(Claim *claim);
+  // False, and nothing changes, while the claim has children, mappings or
+  // device accesses (claim_ops.cpp words it as Busy).
+  bool release(Claim *claim);
 
-  Mapping *new_mapping(Claim *claim);
+  // Inline below: every mapping takes them.
+  // A mapping record for `claim`, counted on the claim, with `provider`
+  // cleared for the provider's hook to write into (no copy on the hot path).
+  Mapping *new_mapping(Claim *claim, bool write);
   void free_mapping(Mapping *mapping);
 
   std::size_t live_count() const { return live_.size(); }
@@ -67,5 +73,41 @@ class ClaimBook {
 
 // "[a,b)" of a claim relative to its root, and its mode's name.
 std::string describe_claim(const Claim &claim);
+
+inline Claim *ClaimBook::new_claim() {
+  if (free_claims_.empty()) [[unlikely]] {
+    claim_storage_.push_back(std::make_unique<Claim>());
+    free_claims_.push_back(claim_storage_.back().get());
+  }
+  Claim *claim = free_claims_.back();
+  free_claims_.pop_back();
+  claim->parent = nullptr;
+  claim->children = 0;
+  claim->mappings = 0;
+  claim->device_accesses = 0;
+  claim->accesses.clear();  // keeps its capacity: a pooled claim allocates nothing
+  return claim;             // the caller sets root, span and mode
+}
+
+inline Mapping *ClaimBook::new_mapping(Claim *claim, bool write) {
+  if (free_mappings_.empty()) [[unlikely]] {
+    mapping_storage_.push_back(std::make_unique<Mapping>());
+    free_mappings_.push_back(mapping_storage_.back().get());
+  }
+  Mapping *mapping = free_mappings_.back();
+  free_mappings_.pop_back();
+  mapping->claim = claim;
+  mapping->provider = rootspan_provider_mapping{};
+  mapping->provider.struct_size = sizeof(rootspan_provider_mapping);
+  mapping->write = write;
+  ++claim->mappings;
+  return mapping;
+}
+
+inline void ClaimBook::free_mapping(Mapping *mapping) {
+  --mapping->claim->mappings;
+  mapping->claim = nullptr;
+  free_mappings_.push_back(mapping);  // capacity never shrinks: no allocation here
+}
 
 }  // namespace rootspan

@@ -111,4 +111,10 @@ Diagnostic unknown_enum(const char *argument, const char *type, std::int64_t val
                     std::string(argument) + " " + std::to_string(value) + " is not a " + type + " value");
 }
 
+Diagnostic with_request(Diagnostic d, const char *operation, const Requested &requested) {
+  d.operation = operation;
+  d.requested = requested;
+  return d;
+}
+
 }  // namespace rootspan

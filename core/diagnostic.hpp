@@ -110,11 +110,8 @@ using Result = BOOST_OUTCOME_V2_NAMESPACE::result<T, Failure, BOOST_OUTCOME_V2_N
     (target) = std::move(rootspan_result_).value();         \
   } while (0)
 
-// Fills in what the operation asked for, where the failing helper could not know.
-inline Diagnostic with_request(Diagnostic d, std::string operation, const Requested &requested) {
-  d.operation = std::move(operation);
-  d.requested = requested;
-  return d;
-}
+// Fills in what the operation asked for, where the failing helper could not
+// know. Cold: only failures call it, and the success paths stay small.
+[[gnu::cold]] Diagnostic with_request(Diagnostic d, const char *operation, const Requested &requested);
 
 }  // namespace rootspan

@@ -38,6 +38,8 @@ struct Root {
   }
 };
 
+inline std::uint64_t Claim::relative_offset() const { return span.offset - root->extent.offset; }
+
 // What the caller asked of an allocation, checked against what came back.
 struct AllocationExpectation {
   std::uint64_t byte_length = 0;

@@ -1,11 +1,10 @@
 #include "core/span_derivation.hpp"
 
-#include <algorithm>
 #include <string>
 
 namespace rootspan {
 
-Result<Span> derive_span(std::uint64_t root_id, const Extent &root, std::uint64_t offset, std::uint64_t length) {
+Failure span_derivation_failure(const Extent &root, std::uint64_t offset, std::uint64_t length) {
   std::uint64_t root_end = 0;
   if (__builtin_add_overflow(root.offset, root.length, &root_end)) {
     return make_error(ROOTSPAN_ERR_RANGE_OVERFLOW, "span_derive", "root end overflows 64 bits");
@@ -22,14 +21,11 @@ Result<Span> derive_span(std::uint64_t root_id, const Extent &root, std::uint64_
                       "root offset " + std::to_string(root.offset) + " + relative offset " + std::to_string(offset) +
                           " overflows 64 bits");
   }
-  if (relative_end > root.length) {
-    return make_error(
-        ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "span_derive",
-        "range ends at " + std::to_string(relative_end) + ", past the root's length " + std::to_string(root.length),
-        root.length, relative_end);
-  }
-  const std::uint64_t alignment = offset == 0 ? root.alignment : std::min(root.alignment, offset & (~offset + 1));
-  return Span{root_id, absolute, length, alignment};
+  // The only check left: the range ends past the root.
+  return make_error(
+      ROOTSPAN_ERR_OUTSIDE_ROOT_EXTENT, "span_derive",
+      "range ends at " + std::to_string(relative_end) + ", past the root's length " + std::to_string(root.length),
+      root.length, relative_end);
 }
 
 }  // namespace rootspan
