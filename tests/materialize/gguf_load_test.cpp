@@ -12,6 +12,7 @@
 #include "core/context.hpp"
 #include "core/copy.hpp"
 #include "materialize_support.hpp"
+#include "root_bytes.hpp"
 #include "tests/support/upload_provider.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/gguf_checkpoint.hpp"
@@ -63,18 +64,6 @@ class GgufLoadTest : public ::testing::Test {
         rootspan::weights::load_components(*context_, checkpoint.value(), std::move(resolved).value(), options);
     EXPECT_TRUE(loaded) << loaded.error()->message();
     return loaded ? std::move(loaded).value() : LoadResult{};
-  }
-
-  static std::vector<std::byte> read_root(Root &root) {
-    std::vector<std::byte> out(root.extent.length);
-    auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
-    if (!claim) {
-      ADD_FAILURE() << claim.error()->message();
-      return {};
-    }
-    EXPECT_TRUE(rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size()));
-    EXPECT_TRUE(rootspan::claim_release(*claim.value()));
-    return out;
   }
 
   // Every component of `result` holds the bytes of the writer's tensor of

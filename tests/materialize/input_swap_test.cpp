@@ -20,6 +20,7 @@
 #include "core/context.hpp"
 #include "core/copy.hpp"
 #include "materialize_support.hpp"
+#include "root_bytes.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/checkpoint_file.hpp"
 #include "weights/materialize.hpp"
@@ -37,18 +38,6 @@ using rootspan::weights::Strategy;
 
 const std::vector<TensorSpec> kShard1 = {{"a", "F32", {64}}, {"b", "F32", {32}}};
 const std::vector<TensorSpec> kShard2 = {{"c", "F32", {16}}};
-
-std::vector<std::byte> read_root(Root &root) {
-  std::vector<std::byte> out(root.extent.length);
-  auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
-  if (!claim) {
-    ADD_FAILURE() << claim.error()->message();
-    return {};
-  }
-  EXPECT_TRUE(rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size()));
-  EXPECT_TRUE(rootspan::claim_release(*claim.value()));
-  return out;
-}
 
 class ShardSwap : public ::testing::TestWithParam<Strategy> {};
 

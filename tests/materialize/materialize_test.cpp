@@ -14,6 +14,7 @@
 #include "core/context.hpp"
 #include "core/copy.hpp"
 #include "materialize_support.hpp"
+#include "root_bytes.hpp"
 #include "tests/support/upload_provider.hpp"
 #include "weights/checkpoint.hpp"
 #include "weights/materialize.hpp"
@@ -83,20 +84,6 @@ class MaterializeTest : public ::testing::Test {
                        : Result<ComponentSchema>(rootspan::weights::default_schema(checkpoint));
     if (!spec) return spec.error();
     return rootspan::weights::resolve_schema(checkpoint, spec.value());
-  }
-
-  // A root's bytes, read back through its provider under a shared claim.
-  static std::vector<std::byte> read_root(Root &root) {
-    std::vector<std::byte> out(root.extent.length);
-    auto claim = rootspan::claim_acquire(root, 0, root.extent.length, ROOTSPAN_CLAIM_SHARED);
-    if (!claim) {
-      ADD_FAILURE() << claim.error()->message();
-      return {};
-    }
-    auto copied = rootspan::copy_to_host(*claim.value(), 0, out.data(), out.size());
-    EXPECT_TRUE(copied) << (copied ? "" : copied.error()->message());
-    EXPECT_TRUE(rootspan::claim_release(*claim.value()));
-    return out;
   }
 
   static const LoadedComponent &component(const LoadResult &result, const std::string &id) {
