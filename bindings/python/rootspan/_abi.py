@@ -115,7 +115,9 @@ class LoadOptions(Structure):
                 # appended later: subsets, cache revisions, and one rank's slice of a tensor-parallel load
                 ("tensors", POINTER(c_char_p)), ("tensor_count", c_size_t), ("revision", c_char_p),
                 ("rank", c_uint32), ("world_size", c_uint32), ("split_rules", POINTER(SplitRule)),
-                ("split_rule_count", c_size_t)]
+                ("split_rule_count", c_size_t),
+                # appended later: the pinned staging ring of uploads to device memory
+                ("staging_buffer_bytes", c_uint64), ("staging_buffer_count", c_uint32)]
 
 
 class ComponentInfo(Structure):

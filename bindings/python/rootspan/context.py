@@ -247,7 +247,7 @@ class Context:
         (0: 64); dtype: an element type name ("F32") or numpy dtype, or None
         for an untyped root."""
         _check_int(nbytes, "nbytes")
-        _check_int(device, "device")
+        _check_int(device, "device", bits=32)
         _check_int(alignment, "alignment")
         if not isinstance(provider, str):
             raise TypeError(f"provider must be a str, got {type(provider).__name__}")
@@ -281,7 +281,7 @@ class Context:
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
-             world_size=0, split=None, tensors=None, revision=None):
+             world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -297,10 +297,14 @@ class Context:
         slice of each component is read: split maps component id patterns to
         the dimension to split (-1: replicate; the first matching pattern
         wins; components no pattern matches are replicated). Returns Weights
-        (weights.bytes_read: what was read)."""
+        (weights.bytes_read: what was read).
+
+        staging_buffer_bytes, staging_buffer_count: the ring of pinned host
+        buffers that uploads to device memory go through (0: 16 MiB, and 4
+        buffers)."""
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
-                    revision)
+                    revision, staging_buffer_bytes, staging_buffer_count)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

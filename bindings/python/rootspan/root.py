@@ -35,11 +35,13 @@ def _span(value):
     return Span(value.root_id, value.offset, value.length, value.alignment)
 
 
-def _check_int(value, what, minimum=0):
+def _check_int(value, what, minimum=0, bits=64):
+    """value, checked to be an int in [minimum, 2**bits): ctypes would
+    silently truncate a wider one to the C field's width."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum or value >= 1 << 64:
-        raise ValueError(f"{what} must lie in [{minimum}, 2**64), got {value}")
+    if value < minimum or value >= 1 << bits:
+        raise ValueError(f"{what} must lie in [{minimum}, 2**{bits}), got {value}")
     return value
 
 

@@ -242,8 +242,8 @@ def _path(value, what):
 
 def _split_rules(rank, world_size, split):
     """The slicing options, checked: (rank, world_size, [SplitRule]); world_size 0 is no slicing."""
-    _check_int(rank, "rank")
-    _check_int(world_size, "world_size")
+    _check_int(rank, "rank", bits=32)
+    _check_int(world_size, "world_size", bits=32)
     if split is None:
         split = {}
     if not isinstance(split, collections.abc.Mapping):
@@ -273,7 +273,7 @@ def _patterns(tensors):
 
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
-         tensors=None, revision=None):
+         tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0):
     path_c = _path(path, "path")
     schema_c = None if schema is None else _path(schema, "schema")
     patterns = _patterns(tensors)
@@ -281,7 +281,9 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
         raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
-    _check_int(device, "device")
+    _check_int(device, "device", bits=32)
+    _check_int(staging_buffer_bytes, "staging_buffer_bytes")
+    _check_int(staging_buffer_count, "staging_buffer_count", bits=32)
     if strategy not in _abi.LOAD_STRATEGIES:
         raise ValueError(f"strategy must be 'mmap' or 'read', got {strategy!r}")
     if progress is not None and not callable(progress):
@@ -303,6 +305,8 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.provider = provider.encode()
     options.device = device
     options.strategy = _abi.LOAD_STRATEGIES[strategy]
+    options.staging_buffer_bytes = staging_buffer_bytes
+    options.staging_buffer_count = staging_buffer_count
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

@@ -198,6 +198,11 @@ class BadInput(unittest.TestCase):
                 rootspan.torch.load_shard(folder, 0, 2, split=[("embed", 0)], schema=schema)
             with self.assertRaisesRegex(TypeError, r"split\['embed'\] must be a dimension"):
                 rootspan.torch.load_shard(folder, 0, 2, split={"embed": "rows"}, schema=schema)
+            # rank and world_size are 32-bit in C: a wider value is refused, never truncated to a valid one
+            with self.assertRaisesRegex(ValueError, r"rank must lie in \[0, 2\*\*32\), got 4294967296"):
+                rootspan.torch.load_shard(folder, 2**32, 2, split=SPLIT, schema=schema)
+            with self.assertRaisesRegex(ValueError, r"world_size must lie in \[0, 2\*\*32\), got 4294967298"):
+                rootspan.torch.load_shard(folder, 0, 2**32 + 2, split=SPLIT, schema=schema)
 
 
 if __name__ == "__main__":

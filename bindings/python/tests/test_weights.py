@@ -322,6 +322,15 @@ class BadInput(Base):
             self.ctx.load(EXAMPLE, provider=None)
         with self.assertRaisesRegex(ValueError, "device must lie in"):
             self.ctx.load(EXAMPLE, device=-1)
+        with self.assertRaisesRegex(ValueError, r"device must lie in \[0, 2\*\*32\), got 4294967296"):
+            self.ctx.load(EXAMPLE, device=2**32)  # never truncated to device 0
+        with self.assertRaisesRegex(TypeError, "staging_buffer_bytes must be an int, got str"):
+            self.ctx.load(EXAMPLE, staging_buffer_bytes="16M")
+        with self.assertRaisesRegex(ValueError, r"staging_buffer_count must lie in \[0, 2\*\*32\)"):
+            self.ctx.load(EXAMPLE, staging_buffer_count=-1)
+        # In range for Python, refused by the library, which names the option and its limit.
+        with self.assertRaisesRegex(rootspan.InvalidArgumentError, "options.staging_buffer_count is 100000"):
+            self.ctx.load(EXAMPLE, staging_buffer_count=100000)
         with self.assertRaises(rootspan.NotFoundError) as caught:
             self.ctx.load(EXAMPLE, provider="nonesuch")
         self.assertIn("nonesuch", str(caught.exception))
