@@ -14,7 +14,7 @@ struct BenchConfig {
   std::uint64_t small_bytes = 64ull << 20;          // the smaller zero-copy file
   std::vector<std::uint64_t> header_tensor_counts;  // header benchmarks
   std::vector<std::uint64_t> hostile_header_bytes;  // headers of empty objects
-  int load_iterations = 5;                          // iterations of each big load
+  int load_repetitions = 5;                         // loads of each kind, one timed load each (median)
   int repetitions = 5;                              // repetitions of the hot path (median)
 };
 

@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
       config.small_bytes = 16ull << 20;
       config.header_tensor_counts = {1000, 10000};
       config.hostile_header_bytes = {64ull << 10};
-      config.load_iterations = 2;
+      config.load_repetitions = 3;
       config.repetitions = 2;
     } else if (take_value(argv[i], "--size-mib", value)) {
       char *end = nullptr;
@@ -79,9 +79,9 @@ int main(int argc, char **argv) {
     print_ratios(ratios);
     if (!results.empty()) {
       const std::string settings = "big files " + size_label(config.large_bytes) + ", small file " +
-                                   size_label(config.small_bytes) + ", " + std::to_string(config.load_iterations) +
-                                   " iterations per load, " + std::to_string(config.repetitions) +
-                                   " repetitions of the hot path (median)";
+                                   size_label(config.small_bytes) + ", " + std::to_string(config.load_repetitions) +
+                                   " loads of each kind (median; slowest_ms is the slowest), " +
+                                   std::to_string(config.repetitions) + " repetitions of the hot path (median)";
       write_results(results, reporter.figures(), ratios, settings);
       std::printf("wrote %s/latest.json and %s/latest.md\n", results.c_str(), results.c_str());
     }

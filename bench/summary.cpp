@@ -58,15 +58,21 @@ void RecordingReporter::ReportRuns(const std::vector<Run> &runs) {
   for (const Run &run : runs) {
     if (run.error_occurred) continue;
     const bool aggregate = run.run_type == Run::RT_Aggregate;
+    // The registered name and the thread count; not the iteration, time and
+    // repetition settings, so that baselines are found by name.
+    std::string name = run.run_name.function_name;
+    if (!run.run_name.args.empty()) name += "/" + run.run_name.args;
+    if (!run.run_name.threads.empty()) name += "/" + run.run_name.threads;
+    const double real_ns = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e9;
+    if (aggregate && run.aggregate_name == "max") {  // the slowest repetition, kept beside the median
+      if (!figures_.empty() && figures_.back().name == name) figures_.back().counters["slowest_ms"] = real_ns / 1e6;
+      continue;
+    }
     if (aggregate && run.aggregate_name != "median") continue;
     if (!aggregate && run.repetitions > 1) continue;  // repetitions: only their median is kept
     Figure figure;
-    // The registered name and the thread count; not the iteration, time and
-    // repetition settings, so that baselines are found by name.
-    figure.name = run.run_name.function_name;
-    if (!run.run_name.args.empty()) figure.name += "/" + run.run_name.args;
-    if (!run.run_name.threads.empty()) figure.name += "/" + run.run_name.threads;
-    figure.real_ns = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e9;
+    figure.name = std::move(name);
+    figure.real_ns = real_ns;
     for (const auto &[name, value] : run.counters) figure.counters[name] = value.value;
     figures_.push_back(std::move(figure));
   }
