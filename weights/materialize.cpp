@@ -15,6 +15,7 @@
 #include "weights/describe.hpp"
 #include "weights/input_file.hpp"
 #include "weights/mapped_file.hpp"
+#include "weights/prefault.hpp"
 #include "weights/staging_ring.hpp"
 
 namespace rootspan::weights {
@@ -259,11 +260,15 @@ class LoadRun {
     ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
     ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
     auto *base = static_cast<std::byte *>(held.mapping->provider.data);
+    // Page faults on a second core while this one reads; it stops before
+    // the mapping goes.
+    Prefault prefault(base, payload.total_bytes());
     for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
       auto in = file(chunk.segment->path());
       if (!in) return error_in(*chunk.segment, in.error());
       auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
       if (!read) return error_in(*chunk.segment, read.error());
+      prefault.reader_at(chunk.root_offset + chunk.length);
       BOOST_OUTCOME_TRY(advance(chunk.length));
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();

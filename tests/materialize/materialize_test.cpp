@@ -199,6 +199,24 @@ TEST_F(MaterializeTest, AHostLoadUsesNoStagingRing) {
   EXPECT_EQ(read_root(*loaded.value().components[0].root), file.tensor("w"));
 }
 
+TEST_F(MaterializeTest, ACopyLoadBigEnoughToPrefaultHoldsTheFilesBytes) {
+  // 100 MiB in three tensors, two over Prefault::kMinimumBytes (one of them
+  // over a read chunk): the page faults run on a second thread while the
+  // reads fill the same roots, and every byte is still the file's.
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors",
+                        {{"big", "F32", {20, 1024, 1024}}, {"mid", "U8", {9 << 20}}, {"small", "U8", {4096}}}, 19);
+  LoadOptions options;
+  options.strategy = rootspan::weights::Strategy::kRead;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  ASSERT_EQ(loaded.value().components.size(), 3u);
+  for (const LoadedComponent &c : loaded.value().components) {
+    EXPECT_FALSE(c.zero_copy) << c.id;
+    EXPECT_TRUE(read_root(*c.root) == file.tensor(c.id)) << c.id << ": not the file's bytes";
+  }
+}
+
 TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {
   const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"gate", "F32", {30, 50}}}, 1);
   const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"up", "F32", {30, 50}}}, 2);
