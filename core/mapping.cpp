@@ -7,6 +7,7 @@
 // in a function of its own that the success path never enters.
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "core/mapping.hpp"
 #include "dtype.hpp"
@@ -178,6 +179,26 @@ Refusal check_answer(const Request &r, const rootspan_provider_mapping &mapped, 
   return failure(r, make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "", "refused"));  // unreachable: every refusal is worded
 }
 
+// A mapping record not yet handed out, which the provider's hook writes
+// into: given back to its book on every way out of map_range but success,
+// an exception while a refusal is worded included.
+class PendingMapping {
+ public:
+  PendingMapping(ClaimBook &book, Claim &claim, bool write) : book_(book), mapping_(book.new_mapping(&claim, write)) {}
+  ~PendingMapping() {
+    if (mapping_ != nullptr) book_.free_mapping(mapping_);
+  }
+  PendingMapping(const PendingMapping &) = delete;
+  PendingMapping &operator=(const PendingMapping &) = delete;
+
+  rootspan_provider_mapping &provider() { return mapping_->provider; }
+  Mapping *hand_out() { return std::exchange(mapping_, nullptr); }
+
+ private:
+  ClaimBook &book_;
+  Mapping *mapping_;
+};
+
 }  // namespace
 
 Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t offset, std::uint64_t length,
@@ -196,27 +217,25 @@ Result<Mapping *> map_range(Claim &claim, rootspan_dtype dtype, std::uint64_t of
   if (root.backing_check) {
     if (auto backed = root.backing_check(absolute, length); !backed) return failure(r, *backed.error());
   }
-  // The provider writes straight into the record; a refusal gives it back.
-  Mapping *mapping = root.claims.new_mapping(&claim, write);
-  rootspan_provider_mapping &mapped = mapping->provider;
+  // The provider writes straight into the record (no copy on the hot path).
+  PendingMapping pending(root.claims, claim, write);
+  rootspan_provider_mapping &mapped = pending.provider();
   auto hook = write ? table.map_write : table.map_read;
   auto called = root.provider->invoke(r.operation(), [&](rootspan_provider_message *m) {
     return hook(root.provider->instance(), &root.allocation, absolute, length, &mapped, m);
   });
   if (!called) [[unlikely]] {
-    root.claims.free_mapping(mapping);
     return failure(r, *called.error());
   }
   if (const Refusal refusal = check_answer(r, mapped, absolute); refusal != Refusal::kNone) [[unlikely]] {
     // The provider's mapping broke a rule (L9): it is handed back.
     root.provider->invoke_quietly([&] { table.unmap(root.provider->instance(), &root.allocation, &mapped); });
     Diagnostic d = word(r, refusal, &mapped, absolute);
-    root.claims.free_mapping(mapping);
     d.policy = "L9";
     d.resolution = Span{root.id, absolute, length, 1};
     return d;
   }
-  return mapping;
+  return pending.hand_out();
 }
 
 void unmap(Mapping &mapping) {

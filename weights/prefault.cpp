@@ -23,7 +23,10 @@ constexpr std::uint64_t kStep = 2ull << 20;
 Prefault::Prefault(std::byte *data, std::uint64_t length) : data_(data), length_(length) {
   if (data == nullptr || length < kMinimumBytes) return;
   try {
-    thread_ = std::thread([this] { populate_from_the_end(); });
+    thread_ = std::thread([this] {
+      populate_from_the_end();
+      finished_.store(true, std::memory_order_release);
+    });
   } catch (const std::system_error &) {
     // No thread to be had: the reader pays its own faults.
   }

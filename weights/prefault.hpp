@@ -38,8 +38,10 @@ class Prefault {
   // reaches that point.
   void reader_at(std::uint64_t bytes) { reader_at_.store(bytes, std::memory_order_relaxed); }
 
-  // Whether a thread was started for the range.
-  bool running() const { return thread_.joinable(); }
+  // Whether a thread was started for the range, and whether it has ended
+  // (met the reader, reached the start, or was refused).
+  bool started() const { return thread_.joinable(); }
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
 
  private:
   void populate_from_the_end();
@@ -48,6 +50,7 @@ class Prefault {
   std::uint64_t length_;
   std::atomic<std::uint64_t> reader_at_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
   std::thread thread_;
 };
 

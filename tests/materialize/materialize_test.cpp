@@ -200,7 +200,7 @@ TEST_F(MaterializeTest, AHostLoadUsesNoStagingRing) {
 }
 
 TEST_F(MaterializeTest, ACopyLoadBigEnoughToPrefaultHoldsTheFilesBytes) {
-  // 100 MiB in three tensors, two over Prefault::kMinimumBytes (one of them
+  // About 89 MiB in three tensors, two over Prefault::kMinimumBytes (one of them
   // over a read chunk): the page faults run on a second thread while the
   // reads fill the same roots, and every byte is still the file's.
   const WrittenFile file =

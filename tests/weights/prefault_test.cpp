@@ -1,14 +1,13 @@
-// Prefault: it populates a fresh range without changing a byte of it, ends
-// at the first range it cannot populate, and starts no thread for a small
-// range. (Where it stops for the reader only saves work: a page populated
-// after the reader wrote it keeps the reader's bytes, as the second test
-// shows.)
+// Prefault: it populates a fresh range without changing a byte of it, never
+// changes bytes a reader wrote, ends at the first range it cannot populate,
+// and starts no thread for a small range.
 #include "weights/prefault.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,8 +15,14 @@
 #include <thread>
 #include <vector>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace rootspan::weights {
 namespace {
+
+const std::size_t kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 
 // An anonymous mapping of `length` bytes, unmapped at the end of the test.
 class Anonymous {
@@ -31,45 +36,63 @@ class Anonymous {
   }
   std::byte *data() const { return data_; }
   std::size_t length() const { return length_; }
+  std::size_t pages() const { return length_ / kPage; }
 
-  // Pages of the mapping in memory now (mincore).
-  std::size_t resident_pages() const {
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> in((length_ + page - 1) / page);
-    if (::mincore(data_, length_, in.data()) != 0) return 0;
+  // Pages of [data + from, data + length) in memory now (mincore).
+  std::size_t resident_pages(std::size_t from = 0) const {
+    std::vector<unsigned char> in((length_ - from + kPage - 1) / kPage);
+    if (::mincore(data_ + from, length_ - from, in.data()) != 0) return 0;
     std::size_t n = 0;
     for (unsigned char c : in) n += c & 1;
     return n;
   }
-  std::size_t pages() const { return length_ / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
  private:
   std::byte *data_ = nullptr;
   std::size_t length_;
 };
 
-// Waits, up to a generous bound, until every page of `memory` is resident.
-bool all_resident_soon(const Anonymous &memory) {
-  for (int i = 0; i < 1000; ++i) {
-    if (memory.resident_pages() == memory.pages()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+// Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14 and later).
+bool kernel_can_populate() {
+  Anonymous scratch(kPage, PROT_READ | PROT_WRITE);
+  return scratch.data() != nullptr && (::madvise(scratch.data(), kPage, MADV_POPULATE_WRITE) == 0 || errno != EINVAL);
+}
+
+// Waits, up to a generous bound, for the thread to end on its own.
+bool finishes(const Prefault &prefault) {
+  for (int i = 0; i < 3000 && !prefault.finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return prefault.finished();
 }
 
 TEST(Prefault, PopulatesAFreshRangeWithoutWritingIt) {
+  if (!kernel_can_populate()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE (before Linux 5.14)";
   Anonymous memory(32ull << 20, PROT_READ | PROT_WRITE);
   ASSERT_NE(memory.data(), nullptr);
   ASSERT_EQ(memory.resident_pages(), 0u);
   Prefault prefault(memory.data(), memory.length());
-  ASSERT_TRUE(prefault.running());
-  if (!all_resident_soon(memory)) GTEST_SKIP() << "this kernel cannot MADV_POPULATE_WRITE (before Linux 5.14)";
-  for (std::size_t i = 0; i < memory.length(); i += 4096) ASSERT_EQ(memory.data()[i], std::byte{0}) << "byte " << i;
+  ASSERT_TRUE(prefault.started());
+  ASSERT_TRUE(finishes(prefault));
+  EXPECT_EQ(memory.resident_pages(), memory.pages());
+  for (std::size_t i = 0; i < memory.length(); i += 512) ASSERT_EQ(memory.data()[i], std::byte{0}) << "byte " << i;
 }
 
-TEST(Prefault, NeverChangesWhatTheReaderWrote) {
-  // The reader fills the range front to back while the thread populates it
-  // from the back; every byte must be the reader's.
+TEST(Prefault, NeverChangesBytesAlreadyWritten) {
+  // Every page is written before the thread populates it: the bytes stay.
+  Anonymous memory(32ull << 20, PROT_READ | PROT_WRITE);
+  ASSERT_NE(memory.data(), nullptr);
+  for (std::size_t i = 0; i < memory.length(); ++i) memory.data()[i] = static_cast<std::byte>(i * 7 + 3);
+  {
+    Prefault prefault(memory.data(), memory.length());
+    ASSERT_TRUE(finishes(prefault));
+  }
+  for (std::size_t i = 0; i < memory.length(); ++i) {
+    ASSERT_EQ(memory.data()[i], static_cast<std::byte>(i * 7 + 3)) << "byte " << i;
+  }
+}
+
+TEST(Prefault, AReaderFillingTheRangeMeanwhileKeepsEveryByte) {
+  // As a load runs: the reader fills the range front to back while the
+  // thread populates it from the back.
   Anonymous memory(64ull << 20, PROT_READ | PROT_WRITE);
   ASSERT_NE(memory.data(), nullptr);
   {
@@ -85,23 +108,26 @@ TEST(Prefault, NeverChangesWhatTheReaderWrote) {
   }
 }
 
-TEST(Prefault, MemoryItCannotPopulateStopsIt) {
-  // A read-only mapping cannot be populated for writing: the thread's first
-  // request is refused and it ends, leaving the mapping untouched.
-  Anonymous memory(32ull << 20, PROT_READ);
+TEST(Prefault, TheFirstRefusalEndsIt) {
+  // The range's last 2 MiB cannot be populated for writing, and the thread
+  // starts there: it ends at once and never populates the writable rest.
+  Anonymous memory(32ull << 20, PROT_READ | PROT_WRITE);
   ASSERT_NE(memory.data(), nullptr);
+  const std::size_t writable = memory.length() - (2ull << 20);
+  ASSERT_EQ(::mprotect(memory.data() + writable, memory.length() - writable, PROT_READ), 0);
   {
     Prefault prefault(memory.data(), memory.length());
-    EXPECT_TRUE(prefault.running());
+    ASSERT_TRUE(prefault.started());
+    ASSERT_TRUE(finishes(prefault));
   }
   EXPECT_EQ(memory.resident_pages(), 0u);
 }
 
 TEST(Prefault, StartsNoThreadForASmallRangeOrNone) {
-  Anonymous memory(Prefault::kMinimumBytes - 4096, PROT_READ | PROT_WRITE);
+  Anonymous memory(Prefault::kMinimumBytes - kPage, PROT_READ | PROT_WRITE);
   ASSERT_NE(memory.data(), nullptr);
-  EXPECT_FALSE(Prefault(memory.data(), memory.length()).running());
-  EXPECT_FALSE(Prefault(nullptr, 1ull << 30).running());
+  EXPECT_FALSE(Prefault(memory.data(), memory.length()).started());
+  EXPECT_FALSE(Prefault(nullptr, 1ull << 30).started());
   EXPECT_EQ(memory.resident_pages(), 0u);
 }
 
