@@ -66,8 +66,9 @@ Result<void> ClaimBook::split(Claim *parent, const Span *children, std::size_t c
       }
     }
   }
+  // Everything that can fail to allocate, before anything changes.
   live_.reserve(live_.size() + count);
-  claim_storage_.reserve(claim_storage_.size() + count);
+  claims_.ready(count);
   for (std::size_t i = 0; i < count; ++i) {
     Claim *claim = new_claim();
     claim->root = parent->root;
@@ -89,13 +90,13 @@ bool ClaimBook::release(Claim *claim) {
   live_.erase(it);
   if (claim->parent != nullptr) --claim->parent->children;
   claim->root = nullptr;
-  free_claims_.push_back(claim);  // capacity never shrinks: no allocation here
+  claims_.give_back(claim);
   return true;
 }
 
 std::vector<Mapping *> ClaimBook::live_mappings() const {
   std::vector<Mapping *> live;
-  for (const auto &mapping : mapping_storage_) {
+  for (const auto &mapping : mappings_.all()) {
     if (mapping->claim != nullptr) live.push_back(mapping.get());
   }
   return live;

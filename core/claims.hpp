@@ -2,7 +2,8 @@
 // or exclusive, and what each claim has lent out (children, mappings, device
 // accesses). One ClaimBook per root, guarded by that root's mutex alone, so
 // claims on different roots never contend. Claim and mapping records are
-// pooled: after warm-up, claim -> map -> unmap -> release allocates nothing.
+// pooled (record_pool.hpp): after warm-up, claim -> map -> unmap -> release
+// allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "diagnostic.hpp"
+#include "record_pool.hpp"
 #include "rootspan/provider.h"
 
 namespace rootspan {
@@ -65,22 +67,15 @@ class ClaimBook {
   Claim *new_claim();
 
   std::vector<Claim *> live_;
-  std::vector<std::unique_ptr<Claim>> claim_storage_;
-  std::vector<Claim *> free_claims_;
-  std::vector<std::unique_ptr<Mapping>> mapping_storage_;
-  std::vector<Mapping *> free_mappings_;
+  RecordPool<Claim> claims_;
+  RecordPool<Mapping> mappings_;
 };
 
 // "[a,b)" of a claim relative to its root, and its mode's name.
 std::string describe_claim(const Claim &claim);
 
 inline Claim *ClaimBook::new_claim() {
-  if (free_claims_.empty()) [[unlikely]] {
-    claim_storage_.push_back(std::make_unique<Claim>());
-    free_claims_.push_back(claim_storage_.back().get());
-  }
-  Claim *claim = free_claims_.back();
-  free_claims_.pop_back();
+  Claim *claim = claims_.take();
   claim->parent = nullptr;
   claim->children = 0;
   claim->mappings = 0;
@@ -90,12 +85,7 @@ inline Claim *ClaimBook::new_claim() {
 }
 
 inline Mapping *ClaimBook::new_mapping(Claim *claim, bool write) {
-  if (free_mappings_.empty()) [[unlikely]] {
-    mapping_storage_.push_back(std::make_unique<Mapping>());
-    free_mappings_.push_back(mapping_storage_.back().get());
-  }
-  Mapping *mapping = free_mappings_.back();
-  free_mappings_.pop_back();
+  Mapping *mapping = mappings_.take();
   mapping->claim = claim;
   mapping->provider = rootspan_provider_mapping{};
   mapping->provider.struct_size = sizeof(rootspan_provider_mapping);
@@ -107,7 +97,7 @@ inline Mapping *ClaimBook::new_mapping(Claim *claim, bool write) {
 inline void ClaimBook::free_mapping(Mapping *mapping) {
   --mapping->claim->mappings;
   mapping->claim = nullptr;
-  free_mappings_.push_back(mapping);  // capacity never shrinks: no allocation here
+  mappings_.give_back(mapping);
 }
 
 }  // namespace rootspan
