@@ -49,7 +49,7 @@ void Prefault::populate_from_the_end() {
     // Steps on huge page boundaries, so that each populates one huge page.
     std::uintptr_t start = end > kStep ? (end - 1) & ~(kStep - 1) : 0;
     start = std::max({start, first, reader & ~(page - 1)});
-    if (::madvise(reinterpret_cast<void *>(start), end - start, MADV_POPULATE_WRITE) != 0) return;
+    if (::madvise(data_ + (start - begin), end - start, MADV_POPULATE_WRITE) != 0) return;
     end = start;
   }
 }
