@@ -1,5 +1,7 @@
 #include "weights/prefault.hpp"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,6 +24,12 @@ constexpr std::uint64_t kStep = 2ull << 20;
 
 Prefault::Prefault(std::byte *data, std::uint64_t length) : data_(data), length_(length) {
   if (data == nullptr || length < kMinimumBytes) return;
+  // The thread starts with every signal blocked, so that the embedding
+  // program's signals (a Ctrl-C handler, Python's) never run on it.
+  sigset_t all;
+  sigset_t caller;
+  ::sigfillset(&all);
+  const bool masked = ::pthread_sigmask(SIG_SETMASK, &all, &caller) == 0;
   try {
     thread_ = std::thread([this] {
       populate_from_the_end();
@@ -30,6 +38,7 @@ Prefault::Prefault(std::byte *data, std::uint64_t length) : data_(data), length_
   } catch (const std::system_error &) {
     // No thread to be had: the reader pays its own faults.
   }
+  if (masked) ::pthread_sigmask(SIG_SETMASK, &caller, nullptr);
 }
 
 Prefault::~Prefault() {

@@ -4,6 +4,8 @@
 #include "weights/prefault.hpp"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -121,6 +123,29 @@ TEST(Prefault, TheFirstRefusalEndsIt) {
     ASSERT_TRUE(finishes(prefault));
   }
   EXPECT_EQ(memory.resident_pages(), 0u);
+}
+
+TEST(Prefault, TheCallersSignalMaskIsKept) {
+  // The thread is started with every signal blocked (so that the program's
+  // signals never run on it); the caller's own mask must be as it was: here
+  // SIGUSR2 alone blocked, whatever the test program's mask was before.
+  sigset_t known;
+  sigset_t original;
+  ::sigemptyset(&known);
+  ::sigaddset(&known, SIGUSR2);
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &known, &original), 0);
+  Anonymous memory(32ull << 20, PROT_READ | PROT_WRITE);
+  ASSERT_NE(memory.data(), nullptr);
+  sigset_t after;
+  {
+    Prefault prefault(memory.data(), memory.length());
+    EXPECT_TRUE(prefault.started());
+    ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &after), 0);
+  }
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &original, nullptr), 0);
+  for (int signal = 1; signal < 32; ++signal) {
+    EXPECT_EQ(::sigismember(&after, signal), signal == SIGUSR2 ? 1 : 0) << "signal " << signal;
+  }
 }
 
 TEST(Prefault, StartsNoThreadForASmallRangeOrNone) {
