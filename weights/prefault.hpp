@@ -10,7 +10,9 @@
 // populates after the reader wrote it keeps the reader's data. On a machine
 // whose kernel lacks MADV_POPULATE_WRITE (before Linux 5.14), or memory that
 // cannot be populated (device apertures, some provider memory), the first
-// refusal stops it and the reader pays its own faults, as without it.
+// refusal stops it and the reader pays its own faults, as without it. The
+// thread starts with every signal blocked: the embedding program's signal
+// handlers never run on it.
 #pragma once
 
 #include <atomic>
