@@ -205,22 +205,17 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.device = o.device;
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     // Bounds that keep a wrong value from asking for absurd pinned memory.
-    constexpr std::uint32_t kMaxStagingBuffers = 64;
-    constexpr std::uint64_t kMaxStagingBytes = 1ull << 30;
-    if (o.staging_buffer_count > kMaxStagingBuffers) {
+    const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
+                           const std::string &limit_text) -> Result<void> {
+      if (value <= limit) return BOOST_OUTCOME_V2_NAMESPACE::success();
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
-                                  "options.staging_buffer_count is " + std::to_string(o.staging_buffer_count) +
-                                      "; at most " + std::to_string(kMaxStagingBuffers) +
-                                      " staging buffers are allowed",
-                                  kMaxStagingBuffers, o.staging_buffer_count);
-    }
-    if (o.staging_buffer_bytes > kMaxStagingBytes) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
-                                  "options.staging_buffer_bytes is " + std::to_string(o.staging_buffer_bytes) +
-                                      "; a staging buffer may hold at most " + std::to_string(kMaxStagingBytes) +
-                                      " bytes (1 GiB)",
-                                  kMaxStagingBytes, o.staging_buffer_bytes);
-    }
+                                  std::string("options.") + option + " is " + std::to_string(value) + "; " + limit_text,
+                                  limit, value);
+    };
+    BOOST_OUTCOME_TRY(
+        within("staging_buffer_count", o.staging_buffer_count, 64, "at most 64 staging buffers are allowed"));
+    BOOST_OUTCOME_TRY(within("staging_buffer_bytes", o.staging_buffer_bytes, 1ull << 30,
+                             "a staging buffer may hold at most 1073741824 bytes (1 GiB)"));
     if (o.staging_buffer_count != 0) load.staging_buffers = o.staging_buffer_count;
     if (o.staging_buffer_bytes != 0) load.staging_bytes = o.staging_buffer_bytes;
     if (o.progress != nullptr) {
