@@ -10,10 +10,9 @@ namespace {
 
 // The refusals' messages and context, apart from the checks (the hot path).
 [[gnu::cold, gnu::noinline]] Diagnostic read_only_root(const Root &root, std::uint64_t offset, std::uint64_t length) {
-  Diagnostic d =
-      make_error(ROOTSPAN_ERR_READ_ONLY, "claim_acquire", "root is read-only; an exclusive claim needs write access");
-  d.requested = root.request(offset, length);
-  return d;
+  return with_request(
+      make_error(ROOTSPAN_ERR_READ_ONLY, "", "root is read-only; an exclusive claim needs write access"),
+      "claim_acquire", root.request(offset, length));
 }
 
 [[gnu::cold, gnu::noinline]] Diagnostic conflict_with(const Claim &other, const Root &root, std::uint64_t offset,

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "diagnostic.hpp"
@@ -51,9 +50,9 @@ class ClaimBook {
   // device accesses (claim_ops.cpp words it as Busy).
   bool release(Claim *claim);
 
-  // Inline below: every mapping takes them.
   // A mapping record for `claim`, counted on the claim, with `provider`
   // cleared for the provider's hook to write into (no copy on the hot path).
+  // Both inline below: every mapping takes them.
   Mapping *new_mapping(Claim *claim, bool write);
   void free_mapping(Mapping *mapping);
 

@@ -104,9 +104,8 @@ Refusal check_answer(const Request &r, const rootspan_provider_mapping &mapped, 
 
 // A Diagnostic for the request: its operation, and the range requested.
 [[gnu::cold]] Diagnostic failure(const Request &r, Diagnostic d) {
-  d.operation = r.operation();
-  d.requested = r.root().request(r.overflowed ? r.claim.relative_offset() : r.relative, r.length);
-  return d;
+  return with_request(std::move(d), r.operation(),
+                      r.root().request(r.overflowed ? r.claim.relative_offset() : r.relative, r.length));
 }
 
 [[gnu::cold, gnu::noinline]] Diagnostic word(const Request &r, Refusal refusal, const rootspan_provider_mapping *mapped,
