@@ -224,8 +224,7 @@ def main():
         test_cache_repository()
         test_fifo_and_json_shards()
         test_subsets(example)
-    print("%d checks, %d failed" % (c.checks, len(c.failures)))
-    return 1 if c.failures else 0
+    return c.report()
 
 
 if __name__ == "__main__":

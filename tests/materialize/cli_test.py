@@ -16,19 +16,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import cli_schemas  # noqa: E402
+from checks import check, report  # noqa: E402
 
 EXE = None
-failures = []
-checks = 0
-
-
-def check(condition, what):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-    return condition
 
 
 def run(*args):
@@ -598,8 +588,7 @@ def main():
         test_index_rules()
         test_schema_rules()
         test_misc_and_usage(example)
-    print("%d checks, %d failed" % (checks, len(failures)))
-    return 1 if failures else 0
+    return report()
 
 
 if __name__ == "__main__":

@@ -217,8 +217,7 @@ def main():
         test_inspect_and_load()
         test_split()
         test_hostile()
-    print("%d checks, %d failed" % (c.checks, len(c.failures)))
-    return 1 if c.failures else 0
+    return c.report()
 
 
 if __name__ == "__main__":

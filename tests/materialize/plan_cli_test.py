@@ -88,8 +88,7 @@ def main():
         c.WORK = tmp
         test_plans_tile_the_checkpoint(example)
         test_bad_slicing(example)
-    print("%d checks, %d failed" % (c.checks, len(c.failures)))
-    return 1 if c.failures else 0
+    return c.report()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import cli_schemas  # noqa: E402
+from checks import check, failures  # noqa: E402
 
 
 def provider(directory, name):
@@ -54,15 +55,6 @@ def json_error(result):
         return json.loads(result.stderr)["error"]
     except (ValueError, KeyError):
         return None
-
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
 
 
 def main():

@@ -29,21 +29,11 @@ import time
 import unicodedata
 
 import cli_schemas
+from checks import check, report
 
 EXE = None
-failures = []
-checks = 0
 TENSORS = 205
 TENSOR_BYTES = 2 << 20
-
-
-def check(condition, what):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-    return condition
 
 
 def environment():
@@ -371,8 +361,7 @@ def main():
         test_resize(tmp)
         test_ctrl_c(tmp)
         test_verify_mismatch(tmp)
-    print("%d checks, %d failed" % (checks, len(failures)))
-    return 1 if failures else 0
+    return report()
 
 
 if __name__ == "__main__":

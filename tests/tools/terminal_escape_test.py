@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, failures
+
 CLEAR = "\x1b[2J\x1b[H"
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"
 C1_CSI = "\u009b31m"
@@ -23,15 +25,6 @@ RLO = "\u202e"
 
 # Bytes that must never appear in what rootspan prints.
 FORBIDDEN = [b"\x1b", b"\x07", b"\x00", b"\xc2\x9b", b"\x9b", RLO.encode()]
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-
 
 def run(exe, *args):
     env = dict(os.environ)
