@@ -11,7 +11,7 @@
 
 #include "bench_files.hpp"
 #include "benchmarks.hpp"
-#include "weights/checkpoint.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
 
 namespace rootspan::bench {
 

@@ -1,4 +1,4 @@
-// What the C entry points share (core/c_api.cpp, weights/weights_c_api.cpp):
+// What the C entry points share (core/c_api.cpp, weights/api/weights_c_api.cpp):
 // the opaque handle types behind the C names, and the helpers that turn a
 // Result into a status plus a rootspan_error and read and write versioned
 // structs by their struct_size.

@@ -18,8 +18,8 @@
 #include "core/loader/library_location.hpp"
 #include "core/loader/manifest_quoting.hpp"
 #include "core/loader/trusted_path.hpp"
+#include "core/text/strict_json.hpp"
 #include "rootspan/provider.h"
-#include "weights/strict_json.hpp"
 
 namespace rootspan {
 
@@ -344,7 +344,7 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
   // The strict reader the checkpoint files use: a manifest decides which code
   // is loaded, so two readers must never see two different manifests (a
   // repeated key, a NUL byte, a byte-order mark are refused).
-  auto strict = weights::parse_strict_json(text, ROOTSPAN_ERR_INVALID_MANIFEST, kOperation, "manifest");
+  auto strict = parse_strict_json(text, ROOTSPAN_ERR_INVALID_MANIFEST, kOperation, "manifest");
   if (!strict) {
     std::string why = strict.error()->cause;
     const std::string subject = "\"manifest\": ";

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <span>
 
-#include "weights/checked_math.hpp"
-#include "weights/gguf.hpp"
-#include "weights/gguf_describe.hpp"
+#include "weights/api/gguf_describe.hpp"
+#include "weights/files/checked_math.hpp"
+#include "weights/formats/gguf.hpp"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "weights/portable_path.hpp"
-#include "weights/shard_index.hpp"
+#include "weights/files/portable_path.hpp"
+#include "weights/formats/shard_index.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);

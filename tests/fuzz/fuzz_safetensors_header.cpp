@@ -9,10 +9,10 @@
 #include <span>
 #include <string_view>
 
-#include "weights/checked_math.hpp"
-#include "weights/safetensors.hpp"
-#include "weights/safetensors_fast_reader.hpp"
-#include "weights/strict_json.hpp"
+#include "core/text/strict_json.hpp"
+#include "weights/files/checked_math.hpp"
+#include "weights/formats/safetensors.hpp"
+#include "weights/formats/safetensors_fast_reader.hpp"
 
 namespace {
 
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 
   // 3. The fast header reader agrees with the strict one: whatever it
   //    accepts, the strict reader accepts with the same tensors.
-  if (rootspan::weights::check_json_text(text, ROOTSPAN_ERR_INVALID_CHECKPOINT, "fuzz", "fuzz")) {
+  if (rootspan::check_json_text(text, ROOTSPAN_ERR_INVALID_CHECKPOINT, "fuzz", "fuzz")) {
     if (auto fast = rootspan::weights::read_safetensors_fields_fast(text)) {
       auto strict = rootspan::weights::read_safetensors_fields_strictly(text, "fuzz.safetensors");
       if (!strict || strict.value().tensors.size() != fast->tensors.size() ||

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "weights/schema.hpp"
+#include "weights/schema/schema.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);

@@ -1,4 +1,4 @@
-// Uploads through the staging ring (weights/staging_ring.hpp) into the device
+// Uploads through the staging ring (weights/placement/staging_ring.hpp) into the device
 // provider template over the fake runtime. The fake defers every
 // asynchronous copy until its stream or an event is synchronized and counts
 // the copies in flight, so these tests see that file reads overlap uploads

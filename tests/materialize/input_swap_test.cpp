@@ -21,11 +21,11 @@
 #include "core/copy.hpp"
 #include "materialize_support.hpp"
 #include "root_bytes.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/checkpoint_file.hpp"
-#include "weights/materialize.hpp"
-#include "weights/resolve.hpp"
-#include "weights/schema.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/files/open_beneath.hpp"
+#include "weights/placement/materialize.hpp"
+#include "weights/schema/resolve.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace mtest {
 namespace {

@@ -16,10 +16,10 @@
 #include "materialize_support.hpp"
 #include "root_bytes.hpp"
 #include "tests/support/upload_provider.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/materialize.hpp"
-#include "weights/resolve.hpp"
-#include "weights/schema.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/placement/materialize.hpp"
+#include "weights/schema/resolve.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace mtest {
 namespace {

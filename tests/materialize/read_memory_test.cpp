@@ -10,11 +10,11 @@
 
 #include "core/context.hpp"
 #include "materialize_support.hpp"
-#include "weights/available_memory.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/materialize.hpp"
-#include "weights/resolve.hpp"
-#include "weights/schema.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/placement/available_memory.hpp"
+#include "weights/placement/materialize.hpp"
+#include "weights/schema/resolve.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace mtest {
 namespace {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/hf_cache.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/checkpoints/hf_cache.hpp"
 
 namespace rootspan::weights {
 namespace {

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/portable_path.hpp"
-#include "weights/shard_index.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/files/portable_path.hpp"
+#include "weights/formats/shard_index.hpp"
 
 namespace rootspan::weights {
 namespace {

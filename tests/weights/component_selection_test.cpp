@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "test_support.hpp"
-#include "weights/component_selection.hpp"
+#include "weights/schema/component_selection.hpp"
 
 namespace rootspan::weights {
 namespace {

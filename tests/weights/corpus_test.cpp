@@ -8,9 +8,9 @@
 #include <sstream>
 #include <string>
 
-#include "weights/safetensors.hpp"
-#include "weights/schema.hpp"
-#include "weights/shard_index.hpp"
+#include "weights/formats/safetensors.hpp"
+#include "weights/formats/shard_index.hpp"
+#include "weights/schema/schema.hpp"
 
 #ifndef ROOTSPAN_SOURCE_ROOT
 #error "ROOTSPAN_SOURCE_ROOT must name the source tree (tests/weights/meson.build sets it)"

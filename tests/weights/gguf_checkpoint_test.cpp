@@ -1,14 +1,14 @@
 // GGUF files as checkpoints: opening by file, magic and folder; the default
 // schema's components (dense, or block-quantized gguf.<type> over the block
 // grid); user schemas; and split files with every part checked.
-#include "weights/gguf_checkpoint.hpp"
+#include "weights/checkpoints/gguf_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 
 #include "gguf_writer.hpp"
 #include "test_support.hpp"
-#include "weights/resolve.hpp"
-#include "weights/schema.hpp"
+#include "weights/schema/resolve.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace rootspan::weights::testing {
 namespace {

@@ -1,6 +1,6 @@
 // The GGUF reader: every type of ggml's table read back, and every rule
 // refused with its code, its byte offset and its field.
-#include "weights/gguf.hpp"
+#include "weights/formats/gguf.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include "gguf_writer.hpp"
 #include "test_support.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/resolve.hpp"
-#include "weights/schema.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/schema/resolve.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace rootspan::weights::testing {
 namespace {

@@ -1,4 +1,4 @@
-// The limits every reader enforces (weights/limits.hpp), each broken by one
+// The limits every reader enforces (weights/formats/limits.hpp), each broken by one
 // more than it allows and kept by exactly what it allows: tensor rank in a
 // safetensors shape and in schema dimensions, entries of a header, tensors
 // of a GGUF file, components and sources of a schema. The long arrays are
@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
-#include "weights/gguf.hpp"
-#include "weights/limits.hpp"
-#include "weights/safetensors.hpp"
-#include "weights/schema.hpp"
+#include "weights/formats/gguf.hpp"
+#include "weights/formats/limits.hpp"
+#include "weights/formats/safetensors.hpp"
+#include "weights/schema/schema.hpp"
 
 namespace rootspan::weights {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "test_support.hpp"
-#include "weights/mapped_file.hpp"
-#include "weights/owned_bytes.hpp"
-#include "weights/payload.hpp"
-#include "weights/read_file.hpp"
-#include "weights/resolve.hpp"
+#include "weights/files/mapped_file.hpp"
+#include "weights/files/owned_bytes.hpp"
+#include "weights/files/read_file.hpp"
+#include "weights/schema/payload.hpp"
+#include "weights/schema/resolve.hpp"
 
 namespace rootspan::weights {
 namespace {

@@ -1,7 +1,7 @@
 // Prefault: it populates a fresh range without changing a byte of it, never
 // changes bytes a reader wrote, ends at the first range it cannot populate,
 // and starts no thread for a small range.
-#include "weights/prefault.hpp"
+#include "weights/placement/prefault.hpp"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
 // row slices, strided column slices across segment boundaries, block-aligned
 // splits of block-quantized components, and every refused input. Planning
 // reads nothing, so the payloads here point at files that do not exist.
-#include "weights/read_plan.hpp"
+#include "weights/schema/read_plan.hpp"
 
 #include <gtest/gtest.h>
 

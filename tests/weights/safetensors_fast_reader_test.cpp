@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "weights/safetensors.hpp"
-#include "weights/safetensors_fast_reader.hpp"
+#include "weights/formats/safetensors.hpp"
+#include "weights/formats/safetensors_fast_reader.hpp"
 
 namespace rootspan::weights {
 namespace {

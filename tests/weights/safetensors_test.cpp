@@ -7,8 +7,8 @@
 
 #include "allocation_tracking.hpp"
 #include "test_support.hpp"
-#include "weights/dtype.hpp"
-#include "weights/safetensors.hpp"
+#include "weights/formats/dtype.hpp"
+#include "weights/formats/safetensors.hpp"
 
 namespace rootspan::weights {
 namespace {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
-#include "weights/checkpoint.hpp"
-#include "weights/schema.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/schema/schema.hpp"
 
 #ifndef ROOTSPAN_SOURCE_ROOT
 #error "ROOTSPAN_SOURCE_ROOT must name the source tree (tests/weights/meson.build sets it)"

@@ -7,10 +7,10 @@
 #include <memory>
 
 #include "test_support.hpp"
-#include "weights/mapped_file.hpp"
-#include "weights/owned_bytes.hpp"
-#include "weights/read_file.hpp"
-#include "weights/retained_region.hpp"
+#include "weights/files/mapped_file.hpp"
+#include "weights/files/owned_bytes.hpp"
+#include "weights/files/read_file.hpp"
+#include "weights/files/retained_region.hpp"
 
 namespace rootspan::weights {
 namespace {

@@ -1,0 +1,53 @@
+#include "weights/api/inspect.hpp"
+
+#include "weights/api/gguf_describe.hpp"
+
+namespace rootspan::weights {
+
+nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint) {
+  if (checkpoint.is_gguf()) {
+    nlohmann::json document = describe_gguf_checkpoint(path, checkpoint);
+    document["folder"] = checkpoint.folder().string();
+    return document;
+  }
+  nlohmann::json shards = nlohmann::json::array();
+  nlohmann::json metadata = nlohmann::json::object();
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const Shard &shard : checkpoint.shards()) {
+    const SafetensorsFile &file = shard.safetensors;
+    shards.push_back({{"file", shard.file}, {"bytes", file.file_size}, {"header_bytes", file.header_size}});
+    for (const auto &[key, value] : file.header.metadata()) metadata[key] = value;
+    for (const TensorInfo &tensor : file.header.tensors()) {
+      tensors.push_back({{"name", tensor.name},
+                         {"dtype", tensor.dtype.name},
+                         {"shape", tensor.shape},
+                         {"file", shard.file},
+                         {"offset", file.data_offset() + tensor.begin},
+                         {"bytes", tensor.byte_length()}});
+    }
+  }
+  nlohmann::json document = {{"path", path.string()}, {"format", "safetensors"}, {"shards", shards},
+                             {"metadata", metadata},  {"tensors", tensors},      {"notes", checkpoint.notes()},
+                             {"valid", true}};
+  // The folder the shards are named from: for a cache repository, the snapshot.
+  document["folder"] = checkpoint.folder().string();
+  return document;
+}
+
+nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema) {
+  nlohmann::json components = nlohmann::json::array();
+  for (const ComponentPayload &payload : schema.payloads) {
+    components.push_back({{"id", payload.component_id()},
+                          {"role", role_name(payload.component().role)},
+                          {"sources", payload.external_names()},
+                          {"bytes", payload.total_bytes()},
+                          {"segments", payload.segments().size()}});
+  }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedComponent &component : schema.skipped) {
+    skipped.push_back({{"id", component.id}, {"reason", component.reason}});
+  }
+  return {{"path", schema_path.string()}, {"components", components}, {"skipped", skipped}};
+}
+
+}  // namespace rootspan::weights

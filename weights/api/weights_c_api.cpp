@@ -1,0 +1,386 @@
+// The extern "C" entry points of weights.h.
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "core/c_api_support.hpp"
+#include "core/loader/provider_choice.hpp"
+#include "rootspan/weights.h"
+#include "weights/api/inspect.hpp"
+#include "weights/placement/materialize.hpp"
+#include "weights/schema/component_selection.hpp"
+#include "weights/schema/read_plan.hpp"
+#include "weights/schema/schema.hpp"
+
+struct rootspan_weights {
+  rootspan::Context *context = nullptr;
+  rootspan::weights::LoadResult result;
+  std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
+
+  rootspan_weights(rootspan::Context *c, rootspan::weights::LoadResult r) : context(c), result(std::move(r)) {
+    reindex();
+  }
+  // After result.components changed (a release that kept some roots).
+  void reindex() {
+    index_of_id.clear();
+    for (std::size_t i = 0; i < result.components.size(); ++i) index_of_id.emplace(result.components[i].id, i);
+  }
+};
+
+namespace {
+
+using namespace rootspan::c_api;
+using rootspan::Diagnostic;
+using rootspan::Result;
+namespace weights = rootspan::weights;
+
+// The C roles are the schema roles in the same order; these pin it.
+using weights::ComponentRole;
+static_assert(static_cast<int>(ComponentRole::kValues) == ROOTSPAN_ROLE_VALUES);
+static_assert(static_cast<int>(ComponentRole::kPackedValues) == ROOTSPAN_ROLE_PACKED_VALUES);
+static_assert(static_cast<int>(ComponentRole::kScales) == ROOTSPAN_ROLE_SCALES);
+static_assert(static_cast<int>(ComponentRole::kZeroPoints) == ROOTSPAN_ROLE_ZERO_POINTS);
+static_assert(static_cast<int>(ComponentRole::kIndices) == ROOTSPAN_ROLE_INDICES);
+static_assert(static_cast<int>(ComponentRole::kPermutation) == ROOTSPAN_ROLE_PERMUTATION);
+static_assert(static_cast<int>(ComponentRole::kCodebook) == ROOTSPAN_ROLE_CODEBOOK);
+static_assert(static_cast<int>(ComponentRole::kMetadata) == ROOTSPAN_ROLE_METADATA);
+
+rootspan_component_info info_of(const weights::LoadedComponent &c) {
+  rootspan_component_info info{};
+  info.struct_size = sizeof info;
+  info.id = c.id.c_str();
+  info.root = handle_of(c.root);
+  info.byte_length = c.bytes;
+  info.segments = c.segments;
+  info.zero_copy = c.zero_copy ? 1 : 0;
+  info.read_only = c.read_only ? 1 : 0;
+  info.dtype = c.dtype;
+  info.role = static_cast<rootspan_component_role>(c.role);
+  if (const auto *blocks = std::get_if<weights::BlockQuantizedEncoding>(&c.encoding)) {
+    info.encoding = ROOTSPAN_ENCODING_BLOCK_QUANTIZED;
+    info.format_id = blocks->format_id.c_str();
+    info.values_per_block = blocks->values_per_block;
+    info.bytes_per_block = blocks->bytes_per_block;
+  } else {
+    info.encoding = ROOTSPAN_ENCODING_DENSE;
+  }
+  info.rank = static_cast<std::uint32_t>(c.dimensions.size());
+  info.shape = c.dimensions.empty() ? nullptr : c.dimensions.data();
+  return info;
+}
+
+// A C string option: NULL is "not given".
+std::optional<std::string> optional_string(const char *text) {
+  return text == nullptr ? std::nullopt : std::optional<std::string>(text);
+}
+
+// options.tensors as strings; a NULL array with a count, or a NULL entry, is
+// the caller's mistake.
+Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o) {
+  if (o.tensor_count != 0 && o.tensors == nullptr) {
+    return rootspan::make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        "options.tensors is NULL, but options.tensor_count is " + std::to_string(o.tensor_count));
+  }
+  std::vector<std::string> patterns;
+  for (std::size_t i = 0; i < o.tensor_count; ++i) {
+    if (o.tensors[i] == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.tensors[" + std::to_string(i) + "] is NULL");
+    }
+    patterns.emplace_back(o.tensors[i]);
+  }
+  return patterns;
+}
+
+// The slicing of options (rank, world size, split rules); NULL rules with a
+// count, a NULL rule pattern or a short rule struct_size is the caller's
+// mistake.
+Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
+  if (o.split_rule_count != 0 && o.split_rules == nullptr) {
+    return rootspan::make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
+  }
+  weights::ShardSpec spec{o.rank, o.world_size, {}};
+  // The rules lie as the caller's compiler laid out its version of the
+  // struct: the first rule's struct_size, rounded up to the struct's
+  // alignment, is the distance between rules (a newer, longer struct is not
+  // read at the stride this library was built with). Every rule must say the
+  // same size.
+  const std::size_t first_size = o.split_rule_count == 0 ? 0 : o.split_rules[0].struct_size;
+  // No version of the struct will be this long: a larger size is a mistake,
+  // and a stride from it would point far past the caller's array.
+  constexpr std::size_t kLargestRule = 1024;
+  if (first_size > kLargestRule) {
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                "options.split_rules[0].struct_size is too large for any version of the struct",
+                                kLargestRule, first_size);
+  }
+  const std::size_t stride =
+      (first_size + alignof(rootspan_split_rule) - 1) / alignof(rootspan_split_rule) * alignof(rootspan_split_rule);
+  const auto *bytes = reinterpret_cast<const std::byte *>(o.split_rules);
+  for (std::size_t i = 0; i < o.split_rule_count; ++i) {
+    const auto &element = *reinterpret_cast<const rootspan_split_rule *>(bytes + i * stride);
+    if (element.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) + "].struct_size is too small",
+                                  ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, element.struct_size);
+    }
+    if (element.struct_size != first_size) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) +
+                                      "].struct_size differs from split_rules[0]'s (every rule of one array is "
+                                      "one version of the struct)",
+                                  first_size, element.struct_size);
+    }
+    const rootspan_split_rule &given = element;  // pattern and dimension lie within the size checked
+    if (given.pattern == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  "options.split_rules[" + std::to_string(i) + "].pattern is NULL");
+    }
+    spec.rules.push_back({given.pattern, given.dimension});
+  }
+  return spec;
+}
+
+// The schema a load or an inspection resolves: the file, or one component
+// per tensor.
+Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoint, const char *schema_path) {
+  if (schema_path != nullptr) return weights::load_component_schema(schema_path);
+  return weights::default_schema(checkpoint);
+}
+
+}  // namespace
+
+extern "C" {
+
+rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
+                                      rootspan_weights **out, rootspan_error **error) {
+  if (context == nullptr || path == nullptr || out == nullptr) {
+    return invalid(error, "load_component", "context, path or weights is NULL");
+  }
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "load_component", "options"); s != ROOTSPAN_OK) return s;
+  }
+  *out = nullptr;
+  return guarded(error, "load_component", [&]() -> Result<void> {
+    rootspan_load_options o{};
+    o.struct_size = sizeof o;
+    if (options != nullptr) o = read_struct(options);
+    if (o.strategy != ROOTSPAN_LOAD_MMAP && o.strategy != ROOTSPAN_LOAD_READ) {
+      return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", o.strategy),
+                                    "load_component", rootspan::Requested::none());
+    }
+    rootspan::Context &ctx = *context->context;
+
+    auto patterns = tensor_patterns(o);
+    if (!patterns) return patterns.error();
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+    if (!checkpoint) return checkpoint.error();
+    auto schema = schema_for(checkpoint.value(), o.schema_path);
+    if (!schema) return schema.error();
+    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+    if (!selected) return selected.error();
+    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
+    if (!resolved) return resolved.error();
+    if (o.world_size != 0) {  // tensor-parallel: keep only this rank's planned reads
+      auto spec = shard_spec(o);
+      if (!spec) return spec.error();
+      auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
+      if (!plan) return plan.error();
+      auto sliced = weights::sliced_payloads(resolved.value().payloads, plan.value());
+      if (!sliced) return sliced.error();
+      resolved.value().payloads = std::move(sliced).value();
+    }
+    auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
+    if (!provider) return provider.error();
+
+    weights::LoadOptions load;
+    load.provider = provider.value().provider;
+    load.device = o.device;
+    load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
+    // Bounds that keep a wrong value from asking for absurd pinned memory.
+    const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
+                           const std::string &limit_text) -> Result<void> {
+      if (value <= limit) return BOOST_OUTCOME_V2_NAMESPACE::success();
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                                  std::string("options.") + option + " is " + std::to_string(value) + "; " + limit_text,
+                                  limit, value);
+    };
+    BOOST_OUTCOME_TRY(
+        within("staging_buffer_count", o.staging_buffer_count, 64, "at most 64 staging buffers are allowed"));
+    BOOST_OUTCOME_TRY(within("staging_buffer_bytes", o.staging_buffer_bytes, 1ull << 30,
+                             "a staging buffer may hold at most 1073741824 bytes (1 GiB)"));
+    if (o.staging_buffer_count != 0) load.staging_buffers = o.staging_buffer_count;
+    if (o.staging_buffer_bytes != 0) load.staging_bytes = o.staging_buffer_bytes;
+    if (o.progress != nullptr) {
+      load.progress = [&o](const weights::LoadProgress &p) {
+        const rootspan_load_progress progress{sizeof(rootspan_load_progress),
+                                              p.component->c_str(),
+                                              p.component_index,
+                                              p.component_count,
+                                              p.bytes_done,
+                                              p.bytes_total};
+        return o.progress(o.progress_context, &progress) == 0;
+      };
+    }
+    auto loaded = weights::load_components(ctx, checkpoint.value(), std::move(resolved).value(), load);
+    if (!loaded) return loaded.error();
+    *out = new rootspan_weights(&ctx, std::move(loaded).value());
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_weights_bytes_read(const rootspan_weights *weights, uint64_t *bytes) {
+  if (weights == nullptr || bytes == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *bytes = weights->result.total_bytes;
+  return ROOTSPAN_OK;
+}
+
+const char *rootspan_weights_provider(const rootspan_weights *weights) {
+  return weights == nullptr ? nullptr : weights->result.provider.c_str();
+}
+
+rootspan_status rootspan_weights_component_count(const rootspan_weights *weights, size_t *count) {
+  if (weights == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = weights->result.components.size();
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
+                                           rootspan_component_info *info) {
+  if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
+  write_struct(info, info_of(weights->result.components[index]));
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index) {
+  if (weights == nullptr || id == nullptr || index == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const auto found = weights->index_of_id.find(std::string_view(id));
+  if (found == weights->index_of_id.end()) return ROOTSPAN_ERR_NOT_FOUND;
+  *index = found->second;
+  return ROOTSPAN_OK;
+}
+
+const char *rootspan_role_name(rootspan_component_role role) {
+  if (role < ROOTSPAN_ROLE_VALUES || role > ROOTSPAN_ROLE_METADATA) return "";
+  return weights::role_name(static_cast<ComponentRole>(role)).data();  // the names are NUL-terminated literals
+}
+
+rootspan_status rootspan_weights_skipped_count(const rootspan_weights *weights, size_t *count) {
+  if (weights == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = weights->result.skipped.size();
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_weights_skipped(const rootspan_weights *weights, size_t index, const char **id,
+                                         const char **reason) {
+  if (weights == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  if (index >= weights->result.skipped.size()) return ROOTSPAN_ERR_NOT_FOUND;
+  if (id != nullptr) *id = weights->result.skipped[index].id.c_str();
+  if (reason != nullptr) *reason = weights->result.skipped[index].reason.c_str();
+  return ROOTSPAN_OK;
+}
+
+rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
+                                                  rootspan_error **error) {
+  if (weights == nullptr || hex == nullptr) return invalid(error, "verify", "weights or hex is NULL");
+  if (index >= weights->result.components.size()) return invalid(error, "verify", "no component at that index");
+  return guarded(error, "verify", [&]() -> Result<void> {
+    auto digest = weights::root_sha256(*weights->result.components[index].root);
+    if (!digest) return digest.error();
+    std::memcpy(hex, digest.value().c_str(), 65);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
+  if (weights == nullptr) return ROOTSPAN_OK;
+  // All or nothing: the claim checks and the releases under one hold.
+  std::vector<rootspan::Root *> roots;
+  std::vector<std::string> names;
+  for (const weights::LoadedComponent &c : weights->result.components) {
+    roots.push_back(c.root);
+    names.push_back("component \"" + c.id + "\"");
+  }
+  const rootspan_status status =
+      guarded(error, "weights_free", [&] { return weights->context->release_together(roots, names); });
+  if (status == ROOTSPAN_OK) delete weights;
+  return status;
+}
+
+rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error) {
+  return rootspan_checkpoint_inspect_with_options(path, nullptr, json, error);
+}
+
+rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const rootspan_inspect_options *options,
+                                                         char **json, rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "open_checkpoint", "options"); s != ROOTSPAN_OK) return s;
+  }
+  *json = nullptr;
+  return guarded(error, "open_checkpoint", [&]() -> Result<void> {
+    rootspan_inspect_options o{};
+    o.struct_size = sizeof o;
+    if (options != nullptr) o = read_struct(options);
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+    if (!checkpoint) return checkpoint.error();
+    nlohmann::json document = weights::describe_checkpoint(path, checkpoint.value());
+    if (o.schema_path != nullptr) {
+      auto schema = weights::load_component_schema(o.schema_path);
+      if (!schema) return schema.error();
+      auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
+      if (!resolved) return resolved.error();
+      document["schema"] = weights::describe_resolved_schema(o.schema_path, resolved.value());
+    }
+    const std::string text = document.dump();
+    *json = static_cast<char *>(std::malloc(text.size() + 1));
+    if (*json == nullptr) throw std::bad_alloc();
+    std::memcpy(*json, text.c_str(), text.size() + 1);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options, char **json,
+                                              rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "plan_reads", "path or json is NULL");
+  if (rootspan_status s = check_struct(error, options, "plan_reads", "options"); s != ROOTSPAN_OK) return s;
+  *json = nullptr;
+  return guarded(error, "plan_reads", [&]() -> Result<void> {
+    const rootspan_load_options o = read_struct(options);
+    if (o.world_size == 0) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "plan_reads",
+                                  "options.world_size is 0; a read plan needs at least 1 rank");
+    }
+    auto patterns = tensor_patterns(o);
+    if (!patterns) return patterns.error();
+    auto spec = shard_spec(o);
+    if (!spec) return spec.error();
+    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+    if (!checkpoint) return checkpoint.error();
+    auto schema = schema_for(checkpoint.value(), o.schema_path);
+    if (!schema) return schema.error();
+    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+    if (!selected) return selected.error();
+    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
+    if (!resolved) return resolved.error();
+    auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
+    if (!plan) return plan.error();
+    const std::string text = weights::read_plan_json(plan.value(), spec.value());
+    *json = static_cast<char *>(std::malloc(text.size() + 1));
+    if (*json == nullptr) throw std::bad_alloc();
+    std::memcpy(*json, text.c_str(), text.size() + 1);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+void rootspan_string_free(char *string) { std::free(string); }
+
+}  // extern "C"

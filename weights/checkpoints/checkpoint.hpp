@@ -1,0 +1,127 @@
+// Checkpoint: one safetensors file, or a folder of shards tied together by
+// model.safetensors.index.json (docs/weight-schema.md), wherever users keep them: a
+// file, a folder, the index file itself, or a Hugging Face cache repository.
+// Opening reads headers only and cross-checks the index against the shards
+// both ways, so that afterwards every tensor name resolves to exactly one
+// (shard, tensor) pair.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/diagnostic.hpp"
+#include "weights/files/input_file.hpp"
+#include "weights/formats/gguf.hpp"
+#include "weights/formats/safetensors.hpp"
+#include "weights/formats/shard_index.hpp"
+#include "weights/formats/string_map.hpp"
+
+namespace rootspan::weights {
+
+struct Shard {
+  std::string file;            // name relative to the checkpoint folder, as the index spells it
+  std::filesystem::path path;  // the resolved path that was opened
+  // The shard's tensor table. For a GGUF file it is a view of `gguf`'s
+  // tensors: dense ones with their element type, block-quantized ones as U8
+  // bytes whose last axis counts blocks × bytes_per_block.
+  SafetensorsFile safetensors;
+  std::shared_ptr<const GgufFile> gguf = nullptr;  // set when the shard is a GGUF file
+  // The one descriptor the shard was opened with: its header was read from
+  // it, and the load maps and reads it, never reopening `path` by name.
+  std::shared_ptr<const InputFile> input = nullptr;
+
+  // Absolute file offset of the data section the tensors' offsets count from.
+  std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
+};
+
+// Where one tensor lies. Both pointers are null when there is no such tensor.
+struct TensorRef {
+  const Shard *shard = nullptr;
+  const TensorInfo *tensor = nullptr;
+  explicit operator bool() const { return tensor != nullptr; }
+  // Absolute offset of the tensor's first byte in its shard file.
+  std::uint64_t file_offset() const { return shard->data_offset() + tensor->begin; }
+};
+
+class Checkpoint {
+ public:
+  // `path` is one of
+  //   - a .safetensors file;
+  //   - an index file (a name ending in ".index.json"): its folder is the
+  //     checkpoint folder;
+  //   - a folder holding model.safetensors.index.json (sharded; files the
+  //     index does not name are ignored), else model.safetensors, else
+  //     exactly one *.safetensors file;
+  //   - a Hugging Face cache repository folder (is_cache_repository): the
+  //     snapshot of `revision` (default: what refs/main names) is the folder.
+  // `revision` applies to a cache repository only; anything else with a
+  // revision is refused. A GGUF file, split or not, or a folder of one, opens
+  // through open_gguf.
+  // Every file is opened once (non-blocking, checked to be a regular file)
+  // and its descriptor kept in its Shard; index-named shards are opened
+  // beneath the trusted folders' descriptors (checkpoint_file.hpp).
+  // Sharded rules: every shard name is portable, and its real path (every
+  // symbolic link followed) lies in a trusted folder: the checkpoint folder,
+  // the folder that really holds the index file (its links followed), and a
+  // cache repository the user named; every shard is a regular file; every
+  // mapped tensor lies in the file the index names; every tensor of every
+  // shard is in the index; no tensor name lies in two shards; total_size
+  // only adds a note.
+  // Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT or ROOTSPAN_ERR_IO, operation
+  // "open_checkpoint", naming the files and tensors involved.
+  static Result<Checkpoint> open(const std::filesystem::path &path,
+                                 const std::optional<std::string> &revision = std::nullopt);
+
+  // The checkpoint folder: shard names are relative to it.
+  const std::filesystem::path &folder() const { return folder_; }
+  // Canonical folders a shard's real path may lie in; empty unless sharded.
+  const std::vector<std::filesystem::path> &trusted_folders() const { return trusted_; }
+  bool sharded() const { return index_.has_value(); }
+  const std::optional<ShardIndex> &index() const { return index_; }
+  const std::vector<Shard> &shards() const { return shards_; }
+  // True for a GGUF checkpoint (one file, or the parts of a split one).
+  bool is_gguf() const { return !shards_.empty() && shards_.front().gguf != nullptr; }
+
+  TensorRef find(std::string_view tensor_name) const;
+  // Every tensor name, sorted.
+  std::vector<std::string> tensor_names() const;
+  // Sum of all tensors' bytes.
+  std::uint64_t tensor_bytes() const;
+  // Things worth saying that break no rule ("index total_size 10 differs from
+  // the tensors' 12 bytes").
+  const std::vector<std::string> &notes() const { return notes_; }
+
+ private:
+  Checkpoint() = default;
+  static Result<Checkpoint> open_single(const std::filesystem::path &file);
+  // A folder's checkpoint: its index, model.safetensors, or its one
+  // *.safetensors file. `trusted` is passed on to open_sharded.
+  static Result<Checkpoint> open_folder(const std::filesystem::path &folder,
+                                        std::vector<std::filesystem::path> trusted);
+  // `index` names the shards relative to `folder`; `trusted` holds folders
+  // trusted beyond `folder` and the index's real folder (canonical).
+  static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::filesystem::path &index,
+                                         std::vector<std::filesystem::path> trusted);
+  // A GGUF file, a split GGUF (its first part, any part, or its folder), or
+  // a folder holding one GGUF file. Defined in gguf_checkpoint.cpp.
+  static Result<Checkpoint> open_gguf(const std::filesystem::path &path);
+  // Builds by_name_; fails when a name lies in two shards.
+  Result<void> index_tensors();
+
+  std::filesystem::path folder_;
+  std::vector<std::filesystem::path> trusted_;
+  std::optional<ShardIndex> index_;
+  std::vector<Shard> shards_;
+  StringMap<std::pair<std::size_t, std::size_t>> by_name_;  // shard, tensor
+  std::vector<std::string> notes_;
+};
+
+}  // namespace rootspan::weights

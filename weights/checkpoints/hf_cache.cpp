@@ -1,0 +1,110 @@
+#include "weights/checkpoints/hf_cache.hpp"
+
+#include <algorithm>
+#include <system_error>
+#include <vector>
+
+#include "core/text/quoting.hpp"
+#include "weights/files/input_file.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kOperation = "open_checkpoint";
+// A ref file holds one commit hash and a newline.
+constexpr std::uint64_t kMaxRefBytes = 4096;
+
+Diagnostic invalid(const std::string &cause) { return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, cause); }
+
+bool is_folder(const fs::path &path) {
+  std::error_code error;
+  return fs::is_directory(path, error);
+}
+
+// The rule a revision or commit name breaks, or "" when it breaks none: it
+// becomes one path segment under refs/ or snapshots/, so it must not reach
+// anywhere else.
+std::string broken_rule(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name == ".") return "it is '.'";
+  if (name.find("..") != std::string_view::npos) return "it contains '..'";
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '/') return "it contains '/'";
+    if (c == '\\') return "it contains '\\'";
+    if (byte < 0x20 || byte == 0x7F) return "it contains a control character";
+  }
+  return {};
+}
+
+// The snapshot folders' names, sorted, quoted: "\"abc\", \"def\"" or "none".
+std::string snapshot_list(const fs::path &repository) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (fs::directory_iterator it(repository / "snapshots", error), end; !error && it != end; it.increment(error)) {
+    if (is_folder(it->path())) names.push_back(it->path().filename().string());
+  }
+  if (names.empty()) return "none";
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto &name : names) out += (out.empty() ? "" : ", ") + quoted_text(name);
+  return out;
+}
+
+std::string trimmed(std::string text) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!text.empty() && is_space(text.back())) text.pop_back();
+  const auto first = std::find_if_not(text.begin(), text.end(), is_space);
+  return std::string(first, text.end());
+}
+
+}  // namespace
+
+bool is_cache_repository(const fs::path &folder) {
+  return is_folder(folder / "snapshots") && (is_folder(folder / "blobs") || is_folder(folder / "refs"));
+}
+
+Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<std::string> &revision) {
+  const std::string repo = quoted_text(repository.string());
+  const std::string wanted = revision.value_or("main");
+  if (const std::string rule = broken_rule(wanted); !rule.empty()) {
+    return invalid(repo + ": revision " + quoted_text(wanted) + " is not a single branch, tag or commit name: " + rule +
+                   " (snapshots: " + snapshot_list(repository) + ")");
+  }
+
+  std::string commit;
+  const fs::path ref = repository / "refs" / wanted;
+  std::error_code error;
+  const bool from_ref = fs::exists(ref, error);
+  if (from_ref) {
+    auto text = read_whole_file(ref, kMaxRefBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
+    if (!text) return text.error();
+    commit = trimmed(std::move(text).value());
+    if (const std::string rule = broken_rule(commit); !rule.empty()) {
+      return invalid(repo + ": refs/" + wanted + " names " + quoted_text(commit) +
+                     ", which is not a commit name: " + rule + " (snapshots: " + snapshot_list(repository) + ")");
+    }
+  } else if (revision) {
+    commit = wanted;  // not a branch or tag: a commit, the snapshot folder's own name
+  } else {
+    return invalid(repo +
+                   ": a Hugging Face cache repository without refs/main, so the snapshot to read is not "
+                   "known; pass a revision naming one of its snapshots: " +
+                   snapshot_list(repository));
+  }
+
+  const fs::path snapshot = repository / "snapshots" / commit;
+  if (!is_folder(snapshot)) {
+    const std::string named_by = from_ref ? "refs/" + wanted + " names commit " + quoted_text(commit) + ", but there is"
+                                          : "revision " + quoted_text(wanted) + " names no ref in refs/ and there is";
+    return invalid(repo + ": " + named_by + " no snapshot folder snapshots/" + commit +
+                   " (snapshots: " + snapshot_list(repository) +
+                   "); download that revision again, or pass a revision naming a snapshot that exists");
+  }
+  return snapshot;
+}
+
+}  // namespace rootspan::weights

@@ -1,0 +1,57 @@
+// MappedFile: stable host memory that is a read-only, private mmap of a whole
+// checkpoint file (docs/weight-schema.md). Mapping is nearly free and makes zero-copy host
+// roots possible; the cost is that a file truncated under the mapping turns a
+// read into SIGBUS, so the size is checked at open (against the size seen when
+// the header was validated, when given) and ReadFile is offered where the file
+// is not under the user's control.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "core/diagnostic.hpp"
+#include "weights/files/stable_host_memory.hpp"
+
+namespace rootspan::weights {
+
+class InputFile;
+
+class MappedFile final : public StableHostMemory {
+ public:
+  // Maps `path` whole. Its size comes from fstat of the opened descriptor; with
+  // `expected_size`, a file of any other size is refused (it changed since its
+  // header was read). An empty file is not mapped (mmap of length 0 is an
+  // error): its stable bytes are empty. Errors: ROOTSPAN_ERR_IO (operation
+  // "map_file") naming the file, with expected and actual sizes on a mismatch.
+  static Result<std::shared_ptr<MappedFile>> open(const std::filesystem::path &path,
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+  // Maps a file already opened, through its descriptor (the file is not
+  // reopened by name); the same checks and errors.
+  static Result<std::shared_ptr<MappedFile>> open(const InputFile &file,
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+
+  ~MappedFile() override;
+
+  std::span<const std::byte> stable_bytes() const noexcept override { return {data_, size_}; }
+  const std::filesystem::path &path() const noexcept { return path_; }
+
+  // ROOTSPAN_ERR_IO (expected: `end`, actual: the file's size now) when the
+  // mapped file no longer reaches byte `end`: reading the mapping there would
+  // raise SIGBUS. A file rewritten in place (same size) passes: the mapping
+  // then shows its new bytes.
+  Result<void> check_covers(std::uint64_t end) const;
+
+ private:
+  MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size, int fd);
+
+  std::filesystem::path path_;
+  int fd_ = -1;  // kept open to measure the mapped file, not whatever the path names now
+  const std::byte *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace rootspan::weights

@@ -1,0 +1,105 @@
+// The safetensors reader (docs/weight-schema.md): the 8-byte header length, the JSON
+// header, and every rule that makes the tensors tile the data section
+// exactly. It reads the header only: opening a checkpoint costs time in its
+// header size, never its data size, and nothing is allocated for a header
+// before its length has been checked against the limit and the file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/diagnostic.hpp"
+#include "weights/formats/dtype.hpp"
+#include "weights/formats/string_map.hpp"
+
+namespace rootspan::weights {
+
+class InputFile;
+
+// The largest header safetensors allows (100,000,000 bytes).
+inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+// The little-endian header length before the header.
+inline constexpr std::uint64_t kSafetensorsPrefix = 8;
+
+struct TensorInfo {
+  std::string name;
+  SafetensorsDtype dtype;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t begin = 0;  // data_offsets, relative to the data section
+  std::uint64_t end = 0;
+  std::uint64_t byte_length() const { return end - begin; }
+};
+
+class SafetensorsHeader {
+ public:
+  SafetensorsHeader() = default;
+  // Takes tensors already validated and sorted by begin.
+  SafetensorsHeader(std::map<std::string, std::string> metadata, std::vector<TensorInfo> tensors,
+                    std::uint64_t data_size);
+
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }  // "__metadata__"
+  const std::vector<TensorInfo> &tensors() const { return tensors_; }               // sorted by begin
+  std::uint64_t data_size() const { return data_size_; }                            // bytes after the header
+
+  // The tensor of that name, or nullptr.
+  const TensorInfo *find(std::string_view name) const;
+
+ private:
+  std::map<std::string, std::string> metadata_;
+  std::vector<TensorInfo> tensors_;
+  std::uint64_t data_size_ = 0;
+  StringMap<std::size_t> by_name_;  // tensor name -> index in tensors_
+};
+
+// One safetensors file: where its data section starts and what it holds.
+struct SafetensorsFile {
+  std::filesystem::path path;     // as opened (or the name given to parse_safetensors)
+  std::uint64_t file_size = 0;    // fstat at open
+  std::uint64_t header_size = 0;  // N
+  SafetensorsHeader header;
+
+  // Absolute file offset of the data section: 8 + N.
+  std::uint64_t data_offset() const { return kSafetensorsPrefix + header_size; }
+};
+
+// What a header holds, before the tensors are checked against each other
+// and the data section.
+struct SafetensorsFields {
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+  std::vector<TensorInfo> tensors;              // in no particular order
+};
+
+// The fields of a header, read through the strict JSON parser: every rule of
+// one entry, with the cause worded. parse_safetensors_header reads valid
+// headers faster (safetensors_fast_reader.hpp) and falls back to this one to
+// say why a header is refused; tests compare the two.
+Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view header_json, std::string_view file_name);
+
+// Parses and validates the JSON header alone (the N bytes after the length
+// prefix) for a data section of `data_size` bytes. `file_name` is named in
+// every cause. A shape longer than kMaxTensorRank, or more than
+// kMaxTensorsPerFile entries (limits.hpp), is refused while the JSON is
+// parsed. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
+// "open_checkpoint"), with expected and actual values where there are two.
+Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
+                                                   std::string_view file_name);
+
+// Validates a whole safetensors file held in memory: length prefix, header
+// and data section.
+Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes, std::string_view file_name);
+
+// Opens a safetensors file and reads its length prefix and header with pread,
+// nothing of the data section. ROOTSPAN_ERR_IO when the file cannot be read.
+Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path);
+// The same from a file already opened (once, beneath its folder); it names
+// the file by file.path().
+Result<SafetensorsFile> open_safetensors(const InputFile &file);
+
+}  // namespace rootspan::weights

@@ -1,0 +1,425 @@
+#include "weights/placement/materialize.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "core/claim_ops.hpp"
+#include "core/copy.hpp"
+#include "core/dtype.hpp"
+#include "core/mapping.hpp"
+#include "core/text/quoting.hpp"
+#include "weights/files/input_file.hpp"
+#include "weights/files/mapped_file.hpp"
+#include "weights/placement/available_memory.hpp"
+#include "weights/placement/prefault.hpp"
+#include "weights/placement/staging_ring.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+constexpr const char *kOperation = "load_component";
+constexpr std::uint64_t kReadChunk = 64ull << 20;  // progress and cancellation granularity
+
+Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
+  if (d.operation.empty()) d.operation = kOperation;
+  const std::string name = "component \"" + payload.component_id() + "\"";
+  if (d.cause.find(name) == std::string::npos) d.cause = name + ": " + d.cause;
+  return d;
+}
+
+// Names the tensor a failed read was for (docs/weight-schema.md: component, tensor, file).
+Diagnostic error_in(const Segment &segment, Diagnostic d) {
+  d.cause = "tensor \"" + segment.source() + "\": " + d.cause;
+  return d;
+}
+
+// The element type a component's root carries: its dense type when that has a
+// whole-byte size, else untyped bytes (block-quantized and sub-byte types).
+rootspan_dtype root_dtype(const ComponentPayload &payload) {
+  const rootspan_dtype dtype = payload.element_type().dtype;
+  return dtype_size(dtype) == 0 ? ROOTSPAN_DTYPE_NONE : dtype;
+}
+
+std::uint64_t address_alignment(const void *p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint64_t lowest = address & (~address + 1);
+  return address == 0 ? 4096 : std::min<std::uint64_t>(lowest, 4096);
+}
+
+// One byte range of one segment on its way into a root.
+struct Chunk {
+  const Segment *segment;
+  std::uint64_t file_offset;
+  std::uint64_t root_offset;
+  std::uint64_t length;
+};
+
+std::vector<Chunk> chunks_of(const ComponentPayload &payload, std::uint64_t chunk_bytes) {
+  std::vector<Chunk> chunks;
+  std::uint64_t root_offset = 0;
+  for (const Segment &segment : payload.segments()) {
+    for (std::uint64_t done = 0; done < segment.length(); done += chunk_bytes) {
+      const std::uint64_t n = std::min(chunk_bytes, segment.length() - done);
+      chunks.push_back({&segment, segment.file_offset() + done, root_offset + done, n});
+    }
+    root_offset += segment.length();
+  }
+  return chunks;
+}
+
+// Claims and mappings taken for one step, released in order whatever happens.
+struct HeldClaim {
+  Claim *claim = nullptr;
+  Mapping *mapping = nullptr;
+  HeldClaim() = default;
+  HeldClaim(const HeldClaim &) = delete;
+  HeldClaim &operator=(const HeldClaim &) = delete;
+  ~HeldClaim() {
+    if (mapping != nullptr) unmap(*mapping);
+    if (claim != nullptr) (void)claim_release(*claim);
+  }
+};
+
+// The deleter of a zero-copy root: drops the root's reference to its region.
+void release_retained_region(void *region, void * /*data*/) { delete static_cast<RetainedRegion *>(region); }
+
+class LoadRun {
+ public:
+  LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
+          const Checkpoint &checkpoint)
+      : context_(context), provider_(std::move(provider)), options_(options), total_(total) {
+    // Each shard must still be the size its header was read at, and is read
+    // through the descriptor its header came from.
+    for (const Shard &shard : checkpoint.shards()) {
+      file_sizes_[shard.path] = shard.safetensors.file_size;
+      if (shard.input) files_.emplace(shard.path, shard.input);
+    }
+  }
+
+  // Releases every root still held: a load that did not finish leaves none.
+  // Copies still in flight finish first.
+  ~LoadRun() {
+    (void)settle();
+    for (Root *root : made_) (void)context_.release(root);
+  }
+
+  Result<LoadedComponent> load(ComponentPayload &payload, std::size_t index, std::size_t count) {
+    progress_.component = &payload.component_id();
+    progress_.component_index = index;
+    progress_.component_count = count;
+    const ComponentSpec &spec = payload.component();
+    LoadedComponent loaded;
+    loaded.id = payload.component_id();
+    loaded.bytes = payload.total_bytes();
+    loaded.segments = payload.segments().size();
+    loaded.role = spec.role;
+    loaded.encoding = spec.encoding;
+    loaded.dtype = spec.physical_element_type().dtype;
+    loaded.dimensions = spec.dimensions;
+    const bool host = provider_->table().map_write != nullptr && provider_->kind() == "host";
+    if (host && options_.strategy == Strategy::kMmap) {
+      auto zero_copy = try_zero_copy(payload);
+      if (!zero_copy) return zero_copy.error();
+      if (zero_copy.value() != nullptr) {
+        loaded.root = zero_copy.value();
+        loaded.zero_copy = true;
+        loaded.read_only = loaded.root->read_only;
+        BOOST_OUTCOME_TRY(advance(payload.total_bytes()));
+        return loaded;
+      }
+    }
+    auto root = allocate(payload, host ? ROOTSPAN_MEMORY_HOST : ROOTSPAN_MEMORY_DEVICE);
+    if (!root) return error_in(payload, root.error());
+    loaded.root = root.value();
+    auto copied = host_access(*loaded.root) ? read_into_mapping(payload, *loaded.root) : upload(payload, *loaded.root);
+    if (!copied) return error_in(payload, copied.error());
+    loaded.read_only = loaded.root->read_only;
+    return loaded;
+  }
+
+  // Proves every upload complete (its copy waited for); then the roots
+  // belong to the caller.
+  Result<void> finish(LoadResult &result) {
+    if (ring_) {
+      result.staging_buffers = ring_->buffer_count();
+      result.staging_buffer_bytes = ring_->buffer_bytes();
+      result.staging_pinned = ring_->pinned();
+      result.staging_note = ring_->fallback_reason();
+    }
+    BOOST_OUTCOME_TRY(settle());
+    made_.clear();
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+ private:
+  bool host_access(const Root &root) const { return root.host_accessible(); }
+
+  Result<void> advance(std::uint64_t bytes) {
+    progress_.bytes_done += bytes;
+    progress_.bytes_total = total_;
+    if (options_.progress && !options_.progress(progress_)) {
+      return make_error(ROOTSPAN_ERR_CANCELLED, kOperation,
+                        "the progress callback cancelled the load at component \"" + *progress_.component + "\"",
+                        total_, progress_.bytes_done);
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  Result<const StableHostMemory *> mapped(const Segment &segment) {
+    auto found = mappings_.find(segment.path());
+    if (found == mappings_.end()) {
+      auto input = file(segment.path());
+      if (!input) return input.error();
+      auto opened = MappedFile::open(*input.value(), expected_size(segment.path()));
+      if (!opened) return opened.error();
+      found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
+    }
+    return found->second.get();
+  }
+
+  // The descriptor the shard was opened with; a file is never reopened by
+  // name, so a link swapped in since the header was read cannot be followed.
+  Result<const InputFile *> file(const std::filesystem::path &path) {
+    auto found = files_.find(path);
+    if (found == files_.end()) {
+      return make_error(ROOTSPAN_ERR_IO, kOperation,
+                        quoted_text(path.string()) + ": not a file opened with the checkpoint");
+    }
+    auto size = found->second->current_size();
+    if (!size) return size.error();
+    if (auto expected = expected_size(path); expected && size.value() != *expected) {
+      return make_error(ROOTSPAN_ERR_IO, kOperation,
+                        quoted_text(path.string()) + ": file size changed since its header was read: expected " +
+                            std::to_string(*expected) + " bytes, found " + std::to_string(size.value()),
+                        *expected, size.value());
+    }
+    return found->second.get();
+  }
+
+  // A read-only root over the segment's retained file region, when the
+  // component is one non-empty segment whose bytes are aligned for its type;
+  // nullptr when it must be copied instead.
+  Result<Root *> try_zero_copy(ComponentPayload &payload) {
+    if (payload.segments().size() != 1 || payload.total_bytes() == 0) return nullptr;
+    const Segment &segment = payload.segments().front();
+    auto owner = mapped(segment);
+    if (!owner) return error_in(payload, error_in(segment, owner.error()));
+    auto retained = payload.retain_host_memory([&](const Segment &s) -> std::shared_ptr<const StableHostMemory> {
+      auto found = mappings_.find(s.path());
+      return found == mappings_.end() ? nullptr : found->second;
+    });
+    if (!retained) return error_in(payload, retained.error());
+    const RetainedRegion &region = *payload.segments().front().retained();
+    const std::byte *data = region.bytes().data();
+    const rootspan_dtype dtype = root_dtype(payload);
+    if (reinterpret_cast<std::uintptr_t>(data) % dtype_alignment(dtype) != 0) return nullptr;
+
+    HostImport zero_copy_import;
+    zero_copy_import.provider = provider_->name();
+    zero_copy_import.dtype = dtype;
+    zero_copy_import.read_only = true;
+    // The root keeps the file mapping alive through its own region reference.
+    // A mapping of the root first checks that the file still covers it.
+    if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
+      const std::uint64_t start = region.offset();
+      zero_copy_import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
+        return file->check_covers(start + offset + length);
+      };
+    }
+    zero_copy_import.memory = {sizeof(rootspan_host_memory), const_cast<std::byte *>(data), region.length(),
+                               address_alignment(data),      release_retained_region,       new RetainedRegion(region)};
+    auto root = context_.import_host(zero_copy_import);
+    if (!root) return error_in(payload, root.error());
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  Result<Root *> allocate(const ComponentPayload &payload, rootspan_memory_kind kind) {
+    AllocateOptions allocation;
+    allocation.provider = provider_->name();
+    allocation.device = options_.device;
+    allocation.memory_kind = kind;
+    allocation.byte_length = payload.total_bytes();
+    allocation.alignment = 64;
+    allocation.dtype = root_dtype(payload);
+    auto root = context_.allocate(allocation);
+    if (!root) return root.error();
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  // Host memory: pread each segment, in order, straight into the root.
+  Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
+    auto *base = static_cast<std::byte *>(held.mapping->provider.data);
+    // Page faults on a second core while this one reads; it stops before
+    // the mapping goes.
+    Prefault prefault(base, payload.total_bytes());
+    for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
+      auto in = file(chunk.segment->path());
+      if (!in) return error_in(*chunk.segment, in.error());
+      auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
+      if (!read) return error_in(*chunk.segment, read.error());
+      prefault.reader_at(chunk.root_offset + chunk.length);
+      BOOST_OUTCOME_TRY(advance(chunk.length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // No host access: each chunk is read into the staging ring and uploaded
+  // asynchronously; the claim stays held until the load has waited for every
+  // copy (finish() or the destructor).
+  Result<void> upload(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    if (!ring_) {
+      auto ring = StagingRing::create(context_, provider_->name(), options_.device,
+                                      std::max<std::size_t>(options_.staging_buffers, 1),
+                                      std::max<std::uint64_t>(options_.staging_bytes, 4096));
+      if (!ring) return ring.error();
+      ring_ = std::move(ring).value();
+    }
+    Claim *claim = nullptr;
+    ROOTSPAN_ASSIGN_OR_RETURN(claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    uploading_.push_back(claim);
+    for (const Chunk &chunk : chunks_of(payload, ring_->buffer_bytes())) {
+      auto in = file(chunk.segment->path());
+      if (!in) return error_in(*chunk.segment, in.error());
+      std::byte *staged = nullptr;
+      ROOTSPAN_ASSIGN_OR_RETURN(staged, ring_->reserve(chunk.length));
+      auto read = in.value()->read_exact({staged, chunk.length}, chunk.file_offset);
+      if (!read) return error_in(*chunk.segment, read.error());
+      auto copy = copy_from_host_async(*claim, chunk.root_offset, staged, chunk.length);
+      if (!copy) return copy.error();
+      ring_->commit(chunk.length, std::move(copy).value());
+      BOOST_OUTCOME_TRY(advance(chunk.length));
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // Waits for every copy still in flight, then frees the staging ring and
+  // the upload claims: after this, no byte of the load is still moving.
+  Result<void> settle() {
+    Result<void> drained = BOOST_OUTCOME_V2_NAMESPACE::success();
+    if (ring_) {
+      drained = ring_->drain();
+      ring_.reset();
+    }
+    for (Claim *claim : uploading_) (void)claim_release(*claim);
+    uploading_.clear();
+    return drained;
+  }
+
+  std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
+    auto found = file_sizes_.find(path);
+    return found == file_sizes_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second);
+  }
+
+  Context &context_;
+  std::shared_ptr<Provider> provider_;
+  std::map<std::filesystem::path, std::uint64_t> file_sizes_;
+  const LoadOptions &options_;
+  std::uint64_t total_;
+  LoadProgress progress_;
+  std::vector<Root *> made_;
+  std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
+  std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
+  std::unique_ptr<StagingRing> ring_;  // made by the first upload, once per load
+  std::vector<Claim *> uploading_;     // claims of roots with copies maybe in flight
+};
+
+}  // namespace
+
+Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
+                                   const LoadOptions &options) {
+  auto provider = context.provider(options.provider);
+  if (!provider) return with_request(provider.error(), kOperation, Requested::none());
+  if (options.device >= provider.value()->device_count()) {
+    return make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
+                      "provider '" + options.provider + "' has " + std::to_string(provider.value()->device_count()) +
+                          " devices; device " + std::to_string(options.device) + " does not exist",
+                      provider.value()->device_count(), options.device);
+  }
+  LoadResult result;
+  result.provider = options.provider;
+  result.skipped = std::move(schema.skipped);
+  for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
+
+  // A copy into host memory allocates every byte the files claim, whatever
+  // blocks they really hold: refuse one that cannot fit before it starts.
+  if (options.strategy == Strategy::kRead && provider.value()->kind() == "host") {
+    if (const auto available = available_memory()) {
+      std::map<std::filesystem::path, std::uint64_t> per_file;
+      for (const ComponentPayload &payload : schema.payloads) {
+        for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
+      }
+      const auto largest = std::max_element(per_file.begin(), per_file.end(),
+                                            [](const auto &a, const auto &b) { return a.second < b.second; });
+      if (largest != per_file.end()) {
+        BOOST_OUTCOME_TRY(
+            check_copy_fits(largest->first.string(), largest->second, result.total_bytes, *available, kOperation));
+      }
+    }
+  }
+
+  LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint);
+  for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
+    auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
+    if (!loaded) return loaded.error();  // ~LoadRun releases every root made
+    result.components.push_back(std::move(loaded).value());
+  }
+  BOOST_OUTCOME_TRY(run.finish(result));
+  return result;
+}
+
+Result<void> release_components(Context &context, LoadResult &result) {
+  std::optional<Diagnostic> first;
+  std::vector<LoadedComponent> kept;
+  for (LoadedComponent &component : result.components) {
+    auto released = context.release(component.root);
+    if (!released) {
+      if (!first) first = released.error();
+      kept.push_back(component);
+    }
+  }
+  result.components = std::move(kept);
+  if (first) return *first;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<std::string> root_sha256(Root &root) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> digest(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!digest || EVP_DigestInit_ex(digest.get(), EVP_sha256(), nullptr) != 1) {
+    return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, "verify", "cannot start a SHA-256 digest");
+  }
+  const std::uint64_t length = root.extent.length;
+  if (length != 0) {
+    HeldClaim held;
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, length, ROOTSPAN_CLAIM_SHARED));
+    std::vector<std::byte> buffer(std::min<std::uint64_t>(length, kReadChunk));
+    for (std::uint64_t done = 0; done < length; done += buffer.size()) {
+      const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), length - done);
+      BOOST_OUTCOME_TRY(copy_to_host(*held.claim, done, buffer.data(), n));
+      EVP_DigestUpdate(digest.get(), buffer.data(), n);
+    }
+  }
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_length = 0;
+  EVP_DigestFinal_ex(digest.get(), out, &out_length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < out_length; ++i) {
+    hex += kHex[out[i] >> 4];
+    hex += kHex[out[i] & 15];
+  }
+  return hex;
+}
+
+}  // namespace rootspan::weights

@@ -1,0 +1,90 @@
+// Materialization (docs/weight-schema.md): validated component payloads become roots of
+// one provider. On the host, a single-segment component whose bytes meet the
+// required alignment becomes a read-only root over its retained file region
+// (zero-copy); otherwise one root is allocated and its segments are read into
+// it in order with pread, straight from the file. A provider without host
+// access gets its segments read into a ring of staging buffers (pinned memory
+// of that provider, allocated once per load; weights/placement/staging_ring.hpp) and
+// uploaded with asynchronous copies, the next file reads overlapping the
+// uploads in flight; the load succeeds only after every copy has completed. A
+// failed or cancelled load waits for its copies, then releases every root it
+// made.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/context.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
+#include "weights/schema/resolve.hpp"
+
+namespace rootspan::weights {
+
+enum class Strategy { kMmap, kRead };
+
+struct LoadProgress {
+  const std::string *component = nullptr;  // the component being loaded
+  std::size_t component_index = 0;
+  std::size_t component_count = 0;
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+};
+// Returns false to cancel the load.
+using ProgressCallback = std::function<bool(const LoadProgress &)>;
+
+struct LoadOptions {
+  std::string provider = "host";  // a loaded provider's name
+  std::uint32_t device = 0;
+  Strategy strategy = Strategy::kMmap;
+  ProgressCallback progress;
+  // The staging ring, for providers without host access. 4 x 16 MiB: 16 MiB
+  // copies run at a link's full rate (small copies pay a fixed cost each), and
+  // four buffers let one be filled while up to three are being copied, so a
+  // slow read does not stall the copy engine; 64 MiB of pinned memory per
+  // load is cheap beside the weights it uploads.
+  std::size_t staging_buffers = 4;            // at least 1 is used
+  std::uint64_t staging_bytes = 16ull << 20;  // per buffer; at least 4096 is used
+};
+
+// One component as loaded: its root and what an embedder needs to read it
+// (role, encoding, element type and dimensions as the schema gives them).
+struct LoadedComponent {
+  std::string id;
+  Root *root = nullptr;
+  std::uint64_t bytes = 0;
+  std::size_t segments = 0;
+  bool zero_copy = false;
+  bool read_only = false;  // the root's memory must not be written (a file region)
+  ComponentRole role = ComponentRole::kValues;
+  Encoding encoding = DenseEncoding{};
+  rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;  // the physical element type: U8 for block-quantized bytes
+  std::vector<std::uint64_t> dimensions;       // for block-quantized bytes, the block grid
+};
+
+struct LoadResult {
+  std::string provider;
+  std::vector<LoadedComponent> components;
+  std::vector<SkippedComponent> skipped;
+  std::uint64_t total_bytes = 0;
+  // The staging ring an upload used (staging_buffers 0: none was needed).
+  std::size_t staging_buffers = 0;
+  std::uint64_t staging_buffer_bytes = 0;
+  bool staging_pinned = false;  // false: ordinary host memory; staging_note says why
+  std::string staging_note;
+};
+
+// Loads every payload of `schema` into roots of options.provider. On failure
+// or cancellation no root made here is left.
+Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
+                                   const LoadOptions &options);
+
+// Releases the roots of a load (Busy if one is still claimed; the others are
+// released regardless).
+Result<void> release_components(Context &context, LoadResult &result);
+
+// The lowercase hex SHA-256 of a root's bytes, read back through its provider
+// under a shared claim.
+Result<std::string> root_sha256(Root &root);
+
+}  // namespace rootspan::weights

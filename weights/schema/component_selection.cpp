@@ -1,0 +1,55 @@
+#include "weights/schema/component_selection.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/text/quoting.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+// How many ids an error lists before "and N more".
+constexpr std::size_t kIdsShown = 8;
+
+bool matches(const std::string &pattern, const std::string &id) {
+  return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
+}
+
+std::string some_ids(const ComponentSchema &schema) {
+  std::string out;
+  const std::size_t shown = std::min(schema.components.size(), kIdsShown);
+  for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + quoted_text(schema.components[i].id);
+  if (schema.components.size() > shown) out += " and " + std::to_string(schema.components.size() - shown) + " more";
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Result<ComponentSchema> select_components(ComponentSchema schema, std::span<const std::string> patterns) {
+  if (patterns.empty()) return schema;
+  std::vector<bool> used(patterns.size(), false);
+  std::vector<bool> keep(schema.components.size(), false);
+  for (std::size_t c = 0; c < schema.components.size(); ++c) {
+    for (std::size_t p = 0; p < patterns.size(); ++p) {
+      if (matches(patterns[p], schema.components[c].id)) used[p] = keep[c] = true;
+    }
+  }
+  for (std::size_t p = 0; p < patterns.size(); ++p) {
+    if (!used[p]) {
+      return make_error(ROOTSPAN_ERR_NOT_FOUND, "select_components",
+                        "tensor pattern " + quoted_text(patterns[p]) + " matches no component id; the " +
+                            std::to_string(schema.components.size()) + " components include " + some_ids(schema));
+    }
+  }
+  ComponentSchema selected;
+  selected.schema_version = std::move(schema.schema_version);
+  for (std::size_t c = 0; c < schema.components.size(); ++c) {
+    if (keep[c]) selected.components.push_back(std::move(schema.components[c]));
+  }
+  return selected;
+}
+
+}  // namespace rootspan::weights

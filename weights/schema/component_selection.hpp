@@ -1,0 +1,24 @@
+// Loading a subset of a checkpoint (`rootspan load --tensors PATTERN`, the
+// `tensors` of rootspan_load_options): shell-style patterns over component
+// ids pick the components to load; the rest are left out before anything is
+// resolved, so they are neither loaded nor reported as skipped.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "core/diagnostic.hpp"
+#include "weights/schema/schema.hpp"
+
+namespace rootspan::weights {
+
+// The components of `schema` whose id matches at least one of `patterns`,
+// in schema order; every component when `patterns` is empty. Patterns are
+// fnmatch(3) globs without FNM_PATHNAME or FNM_PERIOD: '*' and '?' match any
+// character, '.' and '/' included ("model.layers.*" takes every layer), '[]'
+// is a set, '\' quotes the next character. A pattern that matches no
+// component fails with ROOTSPAN_ERR_NOT_FOUND (operation
+// "select_components"), naming the pattern and a few ids that exist.
+Result<ComponentSchema> select_components(ComponentSchema schema, std::span<const std::string> patterns);
+
+}  // namespace rootspan::weights

@@ -1,0 +1,161 @@
+#include "weights/schema/resolve.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/text/quoting.hpp"
+#include "weights/files/checked_math.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+constexpr const char *kOperation = "load_component";
+
+struct Failure {
+  std::string prefix;
+
+  Diagnostic operator()(const std::string &cause) const {
+    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause);
+  }
+  Diagnostic operator()(const std::string &cause, std::uint64_t expected, std::uint64_t actual) const {
+    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause, expected, actual);
+  }
+};
+
+std::string where(const TensorRef &tensor) {
+  return "tensor " + quoted_text(tensor.tensor->name) + " in " + quoted_text(tensor.shard->file);
+}
+
+// The dimensions a source contributes: its shape, or for block-quantized
+// bytes its block grid.
+Result<std::vector<std::uint64_t>> source_dimensions(const ComponentSpec &component, const TensorRef &tensor,
+                                                     const Failure &fail) {
+  const auto *block = std::get_if<BlockQuantizedEncoding>(&component.encoding);
+  if (!block) return tensor.tensor->shape;
+  std::vector<std::uint64_t> grid = tensor.tensor->shape;
+  if (grid.empty()) {
+    return fail(where(tensor) + " is a scalar; block-quantized bytes need a last axis of whole " +
+                std::to_string(block->bytes_per_block) + "-byte blocks");
+  }
+  if (grid.back() % block->bytes_per_block != 0) {
+    return fail(where(tensor) + ": its last axis of " + std::to_string(grid.back()) +
+                    " bytes is not a whole number of " + std::to_string(block->bytes_per_block) + "-byte blocks",
+                0, grid.back() % block->bytes_per_block);
+  }
+  grid.back() /= block->bytes_per_block;
+  return grid;
+}
+
+// The stack [count, shape...] when every source has the same dimensions.
+std::optional<std::vector<std::uint64_t>> stacked(const std::vector<std::vector<std::uint64_t>> &parts) {
+  for (const auto &part : parts) {
+    if (part != parts.front()) return std::nullopt;
+  }
+  std::vector<std::uint64_t> out{parts.size()};
+  out.insert(out.end(), parts.front().begin(), parts.front().end());
+  return out;
+}
+
+// The concatenation along axis 0 when every source has rank >= 1 and the
+// same trailing dimensions.
+std::optional<std::vector<std::uint64_t>> concatenated(const std::vector<std::vector<std::uint64_t>> &parts) {
+  std::uint64_t first = 0;
+  for (const auto &part : parts) {
+    if (part.empty() || part.size() != parts.front().size()) return std::nullopt;
+    if (!std::equal(part.begin() + 1, part.end(), parts.front().begin() + 1)) return std::nullopt;
+    const auto sum = checked_add(first, part.front());
+    if (!sum) return std::nullopt;
+    first = *sum;
+  }
+  std::vector<std::uint64_t> out = parts.front();
+  out.front() = first;
+  return out;
+}
+
+}  // namespace
+
+Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const ComponentSpec &component) {
+  const Failure fail{"component " + quoted_text(component.id) + ": "};
+  if (auto valid = component.validate(); !valid) return valid.error();
+
+  std::vector<TensorRef> tensors;
+  std::vector<std::string> missing;
+  for (const std::string &source : component.sources) {
+    const TensorRef tensor = checkpoint.find(source);
+    if (!tensor) missing.push_back(source);
+    tensors.push_back(tensor);
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto &name : missing) names += (names.empty() ? "" : ", ") + quoted_text(name);
+    const std::string reason = std::to_string(missing.size()) + " of its " + std::to_string(component.sources.size()) +
+                               " source tensors are not in the checkpoint: " + names;
+    if (component.required) {
+      return fail("required, but " + reason, component.sources.size(), component.sources.size() - missing.size());
+    }
+    return ResolvedComponent{std::nullopt, SkippedComponent{component.id, std::move(missing), reason}};
+  }
+
+  const std::uint64_t bytes = component.physical_bytes().value();  // validate() computed it
+  if (bytes == 0) {
+    const std::string reason = "dimensions " + shape_text(component.dimensions) + " hold no bytes";
+    if (component.required) return fail("required, but its " + reason + " (an empty component cannot be loaded)");
+    return ResolvedComponent{std::nullopt, SkippedComponent{component.id, {}, reason}};
+  }
+
+  const SafetensorsDtype element_type = component.physical_element_type();
+  std::vector<std::vector<std::uint64_t>> parts;
+  for (const TensorRef &tensor : tensors) {
+    if (tensor.tensor->dtype.dtype != element_type.dtype) {
+      return fail(where(tensor) + " is " + std::string(tensor.tensor->dtype.name) +
+                      ", the component's element type is " + std::string(element_type.name),
+                  static_cast<std::uint64_t>(element_type.dtype),
+                  static_cast<std::uint64_t>(tensor.tensor->dtype.dtype));
+    }
+    auto dims = source_dimensions(component, tensor, fail);
+    if (!dims) return dims.error();
+    parts.push_back(std::move(dims).value());
+  }
+
+  const bool as_is = parts.size() == 1 && parts.front() == component.dimensions;
+  const auto stack = stacked(parts);
+  const auto concat = concatenated(parts);
+  if (!as_is && stack != component.dimensions && concat != component.dimensions) {
+    std::string shapes;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      shapes += (i ? ", " : "") + where(tensors[i]) + " " + shape_text(parts[i]);
+    }
+    return fail("dimensions " + shape_text(component.dimensions) + " are neither the stack " +
+                (stack ? shape_text(*stack) : std::string("(shapes differ)")) + " nor the concatenation " +
+                (concat ? shape_text(*concat) : std::string("(trailing axes differ)")) + " of its sources: " + shapes);
+  }
+
+  std::vector<std::string> files;
+  std::vector<Segment> segments;
+  for (const TensorRef &tensor : tensors) {
+    files.push_back(tensor.shard->file);
+    segments.emplace_back(tensor.tensor->name, tensor.shard->file, tensor.shard->path, tensor.file_offset(),
+                          tensor.tensor->byte_length());
+  }
+  auto payload = ComponentPayload::from_ordered_segments(component, component.sources, std::move(files),
+                                                         component.dimensions, element_type, std::move(segments));
+  if (!payload) return payload.error();
+  return ResolvedComponent{std::move(payload).value(), std::nullopt};
+}
+
+Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, const ComponentSchema &schema) {
+  ResolvedSchema resolved;
+  for (const ComponentSpec &component : schema.components) {
+    auto one = resolve_component(checkpoint, component);
+    if (!one) return one.error();
+    if (one.value().payload) {
+      resolved.payloads.push_back(std::move(*one.value().payload));
+    } else {
+      resolved.skipped.push_back(std::move(*one.value().skipped));
+    }
+  }
+  return resolved;
+}
+
+}  // namespace rootspan::weights

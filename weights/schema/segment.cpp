@@ -1,0 +1,50 @@
+#include "weights/schema/segment.hpp"
+
+#include <utility>
+
+#include "core/text/quoting.hpp"
+
+namespace rootspan::weights {
+
+Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+                 std::uint64_t length)
+    : source_(std::move(source)),
+      file_(std::move(file)),
+      path_(std::move(path)),
+      file_offset_(file_offset),
+      length_(length) {}
+
+std::string Segment::describe(std::size_t position) const {
+  return "segment " + std::to_string(position) + " (tensor " + quoted_text(source_) + " in " + quoted_text(file_) + ")";
+}
+
+Result<void> Segment::set_bytes(std::span<const std::byte> bytes) {
+  const std::string what = "tensor " + quoted_text(source_) + " in " + quoted_text(file_);
+  if (!bytes_.empty()) {
+    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
+                      what + ": segment already has its validated host bytes");
+  }
+  if (bytes.size() != length_) {
+    return make_error(
+        ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
+        what + ": host bytes are " + std::to_string(bytes.size()) + " bytes, the segment is " + std::to_string(length_),
+        length_, bytes.size());
+  }
+  bytes_ = bytes;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> Segment::retain(RetainedRegion region) {
+  const std::string what = "segment of tensor " + quoted_text(source_) + " in " + quoted_text(file_);
+  if (bytes_.empty()) {
+    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
+                      what +
+                          ": retained host-memory region differs from its validated bytes: the segment has no "
+                          "host bytes");
+  }
+  if (auto same = check_retained_identity(bytes_, region, what); !same) return same.error();
+  retained_ = std::move(region);
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+}  // namespace rootspan::weights

@@ -1,0 +1,57 @@
+// Segment: one ordered piece of a weight component's bytes — the bytes of one
+// source tensor, as a range of its shard file (docs/weight-schema.md). A packed
+// component is a list of them, never an aggregate copy. When a segment also
+// carries host bytes (from a mapping or a read buffer) and the region that
+// keeps them alive, the region must be those very bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/diagnostic.hpp"
+#include "weights/files/retained_region.hpp"
+
+namespace rootspan::weights {
+
+class Segment {
+ public:
+  Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+          std::uint64_t length);
+
+  const std::string &source() const { return source_; }        // the source tensor's name
+  const std::string &file() const { return file_; }            // shard name, relative to the checkpoint
+  const std::filesystem::path &path() const { return path_; }  // the shard file to read
+  std::uint64_t file_offset() const { return file_offset_; }   // absolute offset in that file
+  std::uint64_t length() const { return length_; }
+  // The host bytes the segment was validated with; empty while it is a file
+  // range only.
+  std::span<const std::byte> bytes() const { return bytes_; }
+  const std::optional<RetainedRegion> &retained() const { return retained_; }
+
+  // Gives a file-range segment its host bytes: exactly length() of them, and
+  // only once (bytes already validated are never swapped for others).
+  // ROOTSPAN_ERR_INVALID_PAYLOAD, operation "load_component".
+  Result<void> set_bytes(std::span<const std::byte> bytes);
+
+  // Attaches the owner of the segment's bytes; the region must be the very
+  // bytes set before: same address, same length (check_retained_identity).
+  Result<void> retain(RetainedRegion region);
+
+  // "segment 1 (tensor "up" in "model-2.safetensors")" for causes.
+  std::string describe(std::size_t position) const;
+
+ private:
+  std::string source_;
+  std::string file_;
+  std::filesystem::path path_;
+  std::uint64_t file_offset_ = 0;
+  std::uint64_t length_ = 0;
+  std::span<const std::byte> bytes_;
+  std::optional<RetainedRegion> retained_;
+};
+
+}  // namespace rootspan::weights
