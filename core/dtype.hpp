@@ -21,7 +21,7 @@ struct DTypeRow {
 
 // Indexed by the rootspan_dtype value; one row a line, as the enum reads.
 // clang-format off
-inline constexpr std::array<DTypeRow, 22> kTable = {{
+inline constexpr std::array<DTypeRow, 24> kTable = {{
     {ROOTSPAN_DTYPE_NONE, "NONE", 8, 1},
     {ROOTSPAN_DTYPE_BOOL, "BOOL", 8, 1},
     {ROOTSPAN_DTYPE_U8, "U8", 8, 1},
@@ -44,6 +44,8 @@ inline constexpr std::array<DTypeRow, 22> kTable = {{
     {ROOTSPAN_DTYPE_F4, "F4", 4, 1},
     {ROOTSPAN_DTYPE_F6_E2M3, "F6_E2M3", 6, 1},
     {ROOTSPAN_DTYPE_F6_E3M2, "F6_E3M2", 6, 1},
+    {ROOTSPAN_DTYPE_F8_E4M3FNUZ, "F8_E4M3FNUZ", 8, 1},
+    {ROOTSPAN_DTYPE_F8_E5M2FNUZ, "F8_E5M2FNUZ", 8, 1},
 }};
 // clang-format on
 

@@ -16,8 +16,9 @@ packages+=(util-linux passwd)
 missing=()
 # .ci/valgrind: memcheck of the C embedding program and the CLI.
 packages+=(valgrind)
-# The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3.
-packages+=(python3-numpy python3-torch)
+# The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3;
+# venv for tools/test-python-venv.sh (today's numpy and torch from PyPI, and pip install .).
+packages+=(python3-numpy python3-torch python3-venv)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done

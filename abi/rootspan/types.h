@@ -106,7 +106,9 @@ enum {
   ROOTSPAN_DTYPE_F8_E8M0 = 18,
   ROOTSPAN_DTYPE_F4 = 19,
   ROOTSPAN_DTYPE_F6_E2M3 = 20,
-  ROOTSPAN_DTYPE_F6_E3M2 = 21
+  ROOTSPAN_DTYPE_F6_E3M2 = 21,
+  ROOTSPAN_DTYPE_F8_E4M3FNUZ = 22, /* the "fnuz" 8-bit floats: no infinities, no negative zero (AMD's) */
+  ROOTSPAN_DTYPE_F8_E5M2FNUZ = 23
 };
 
 /* Claim modes. */

@@ -95,8 +95,15 @@ typedef struct rootspan_load_options {
    * 4 buffers of 16 MiB; a size below 4096 is raised to 4096. */
   uint64_t staging_buffer_bytes; /* bytes per buffer; 0: 16 MiB */
   uint32_t staging_buffer_count; /* buffers; 0: 4 */
+  /* With ROOTSPAN_LOAD_MMAP: non-zero maps the files privately and writable, so
+   * that zero-copy roots are writable (read_only 0 in their component info):
+   * a write copies the page it touches into memory of this process and never
+   * reaches the file (copy-on-write, as MAP_PRIVATE does). 0: zero-copy roots
+   * are read-only. Ignored with ROOTSPAN_LOAD_READ, whose roots are always
+   * writable. */
+  int32_t copy_on_write;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD staging_buffer_count
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD copy_on_write
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
@@ -166,10 +173,13 @@ typedef struct rootspan_component_info {
   uint64_t values_per_block;       /* out: logical values in one block; 0 when dense */
   uint64_t bytes_per_block;        /* out: bytes of one block; 0 when dense */
   uint32_t rank;                   /* out: entries in shape (0 for a scalar) */
-  const uint64_t *shape; /* out: rank dimensions (for block-quantized: the block grid, as the schema gives it);
-                            NULL when rank is 0; lives as long as the weights */
+  const uint64_t *shape;   /* out: rank dimensions (for block-quantized: the block grid, as the schema gives it);
+                              NULL when rank is 0; lives as long as the weights */
+  const char *source_name; /* out: the checkpoint's own name of the component's first source tensor (with the
+                              default schema, the one tensor it is, even where that name is not a valid component
+                              id); lives as long as the weights */
 } rootspan_component_info;
-#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD shape
+#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD source_name
 #define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
@@ -198,8 +208,18 @@ ROOTSPAN_API rootspan_status rootspan_weights_skipped(const rootspan_weights *we
  * through the provider: 64 lowercase hex digits and a NUL into hex[65]. */
 ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
                                                                rootspan_error **error);
-/* Releases every component's root and frees the weights. Fails with
- * ROOTSPAN_ERR_BUSY, freeing nothing, while a component is still claimed. */
+/* Releases the root of one component before the others, so that memory a
+ * caller is done with goes back while it keeps the rest. Afterwards the
+ * component's info reports root NULL; its id, layout and source stay
+ * readable. Releasing a component already released does nothing. Fails with
+ * ROOTSPAN_ERR_BUSY, releasing nothing, while the root is claimed;
+ * ROOTSPAN_ERR_NOT_FOUND for an index past the component count. */
+ROOTSPAN_API rootspan_status rootspan_weights_release_component(rootspan_weights *weights, size_t index,
+                                                                rootspan_error **error);
+
+/* Releases every component's root (those not released already) and frees the
+ * weights. Fails with ROOTSPAN_ERR_BUSY, freeing nothing, while a component is
+ * still claimed. */
 ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error);
 
 /* Validates a checkpoint without loading it and describes it as one JSON
@@ -207,6 +227,20 @@ ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, ro
  * rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error);
 ROOTSPAN_API void rootspan_string_free(char *string);
+
+/* Validates a safetensors file held in memory, `length` bytes at `bytes`
+ * (the length prefix, the header and the data section, by every rule a
+ * checkpoint file on disk must meet), and describes it as one JSON document:
+ * {"format": "safetensors", "bytes", "header_bytes", "metadata" (an object,
+ * or null when the header has none), "tensors": [{"name", "dtype", "shape",
+ * "offset", "bytes"}]}, tensors in file order, offsets counted from bytes[0].
+ * `name` (may be NULL: "<memory>") names the buffer in error causes. Nothing
+ * is copied or kept: the caller slices its own buffer with the offsets.
+ * Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation "open_checkpoint");
+ * ROOTSPAN_ERR_INVALID_ARGUMENT for a NULL json, or NULL bytes with a
+ * non-zero length. *json is freed with rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_safetensors_describe(const void *bytes, size_t length, const char *name,
+                                                           char **json, rootspan_error **error);
 
 typedef struct rootspan_inspect_options {
   size_t struct_size;

@@ -5,12 +5,16 @@
 #include <string_view>
 #include <system_error>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "core/loader/trusted_path.hpp"
 
 // The build passes the install directories; these are the usual ones for a
-// build that does not (a scratch build, a test).
+// build that does not (a scratch build, a test). A build for a Python wheel
+// defines ROOTSPAN_DATADIR_BESIDE_LIBRARY instead of ROOTSPAN_DATADIR: pip
+// may put the package anywhere, so its share/ folder is found beside the
+// library itself.
 #ifndef ROOTSPAN_SYSCONFDIR
 #define ROOTSPAN_SYSCONFDIR "/etc"
 #endif
@@ -120,7 +124,24 @@ std::optional<std::string> secure_environment(const char *name) {
 }
 
 fs::path default_sysconfdir() { return ROOTSPAN_SYSCONFDIR; }
+
+#ifdef ROOTSPAN_DATADIR_BESIDE_LIBRARY
+// The folder librootspan.so was loaded from (absolute), or an empty path
+// when the loader cannot say: an empty datadir is not searched.
+static fs::path library_folder() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void *>(&library_folder), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code error;
+  fs::path library = fs::absolute(info.dli_fname, error);
+  return error ? fs::path() : library.parent_path();
+}
+fs::path default_datadir() {
+  const fs::path folder = library_folder();
+  return folder.empty() ? folder : folder / ROOTSPAN_DATADIR_BESIDE_LIBRARY;
+}
+#else
 fs::path default_datadir() { return ROOTSPAN_DATADIR; }
+#endif
 
 std::vector<fs::path> manifest_folders(const DiscoveryInputs &inputs) {
   const fs::path &suffix = manifest_suffix();

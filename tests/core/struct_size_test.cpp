@@ -34,7 +34,7 @@ TEST_F(StructSize, PublishedSizesEndAtTheLastField) {
   EXPECT_EQ(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, offsetof(rootspan_allocate_options, dtype) + sizeof(rootspan_dtype));
   EXPECT_LT(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, sizeof(rootspan_allocate_options));  // padding left out
   EXPECT_EQ(ROOTSPAN_HOST_IMPORT_STRUCT_SIZE, sizeof(rootspan_host_import));
-  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, offsetof(rootspan_component_info, shape) + sizeof(const uint64_t *));
+  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, offsetof(rootspan_component_info, source_name) + sizeof(const char *));
 }
 
 TEST_F(StructSize, AllocateOptionsEndingInsideTheProviderPointerAreRefused) {

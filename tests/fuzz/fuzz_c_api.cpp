@@ -365,7 +365,7 @@ bool is_test_provider(const char *name) {
 
 rootspan_dtype dtype(FuzzedDataProvider &in) {
   if (in.ConsumeIntegralInRange<int>(0, 9) == 0) return in.ConsumeIntegral<std::int32_t>();
-  return in.ConsumeIntegralInRange<rootspan_dtype>(ROOTSPAN_DTYPE_NONE, ROOTSPAN_DTYPE_F6_E3M2);
+  return in.ConsumeIntegralInRange<rootspan_dtype>(ROOTSPAN_DTYPE_NONE, ROOTSPAN_DTYPE_F8_E5M2FNUZ);
 }
 
 std::uint64_t small_or_wild(FuzzedDataProvider &in, std::uint64_t small_max) {

@@ -114,8 +114,9 @@ static_assert(offsetof(rootspan_load_options, revision) > offsetof(rootspan_load
 static_assert(offsetof(rootspan_load_options, rank) > offsetof(rootspan_load_options, revision));
 static_assert(offsetof(rootspan_load_options, staging_buffer_bytes) >
               offsetof(rootspan_load_options, split_rule_count));
+static_assert(offsetof(rootspan_load_options, copy_on_write) > offsetof(rootspan_load_options, staging_buffer_count));
 static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
-              offsetof(rootspan_load_options, staging_buffer_count));
+              offsetof(rootspan_load_options, copy_on_write));
 static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
               offsetof(rootspan_inspect_options, revision));
 

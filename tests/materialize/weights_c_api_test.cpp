@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "materialize_support.hpp"
 #include "tests/support/upload_provider.hpp"
@@ -435,6 +439,101 @@ TEST_F(WeightsCApiTest, FreeIsBusyWhileAComponentIsClaimedThenSucceeds) {
   weights_ = nullptr;
   EXPECT_EQ(live_roots(), 0u);
   EXPECT_EQ(rootspan_weights_free(nullptr, nullptr), ROOTSPAN_OK);
+}
+
+// ---- copy-on-write, one component at a time, in-memory headers -----------
+
+std::vector<std::byte> read_file(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(chars.size());
+  std::memcpy(out.data(), chars.data(), chars.size());
+  return out;
+}
+
+TEST_F(WeightsCApiTest, ACopyOnWriteRootIsWritableAndTheFileNeverChanges) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {8, 16}}}, 23, 64, 0);
+  rootspan_load_options o = options();
+  o.copy_on_write = 1;
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  const rootspan_component_info c = info(0);
+  EXPECT_EQ(c.zero_copy, 1);
+  EXPECT_EQ(c.read_only, 0);
+  EXPECT_EQ(root_info(c.root).read_only, 0);
+
+  rootspan_claim *claim = nullptr;
+  rootspan_mapping *mapping = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_claim_acquire(c.root, 0, 512, ROOTSPAN_CLAIM_EXCLUSIVE, &claim, &raw), ROOTSPAN_OK)
+      << describe(raw);
+  ASSERT_EQ(rootspan_map_write(claim, ROOTSPAN_DTYPE_F32, 0, 512, &mapping, &raw), ROOTSPAN_OK) << describe(raw);
+  std::memset(rootspan_mapping_data(mapping), 0x5a, 512);
+  rootspan_unmap(mapping);
+  ASSERT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+
+  EXPECT_EQ(read_back(c.root), std::vector<std::byte>(512, std::byte{0x5a})) << "the write is in memory";
+  EXPECT_EQ(read_file(file.path), file.bytes) << "and never in the file";
+  EXPECT_STREQ(c.source_name, "w");
+}
+
+TEST_F(WeightsCApiTest, ReleasingOneComponentKeepsTheOthersAndFreeSkipsIt) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {16}}}, 92);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  rootspan_claim *claim = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_claim_acquire(info(1).root, 0, 16, ROOTSPAN_CLAIM_SHARED, &claim, &raw), ROOTSPAN_OK);
+  ASSERT_EQ(rootspan_weights_release_component(weights_, 1, &raw), ROOTSPAN_ERR_BUSY) << "b is claimed";
+  ErrorPtr busy(raw);
+  EXPECT_NE(std::string(rootspan_error_message(busy.get())).find("\"b\""), std::string::npos);
+  EXPECT_EQ(live_roots(), 2u);
+
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_release_component(weights_, 0, &raw), ROOTSPAN_OK) << describe(raw);
+  EXPECT_EQ(live_roots(), 1u);
+  EXPECT_EQ(info(0).root, nullptr) << "a released component reports no root";
+  EXPECT_STREQ(info(0).id, "a") << "but keeps its id";
+  EXPECT_EQ(rootspan_weights_release_component(weights_, 0, nullptr), ROOTSPAN_OK) << "a second release does nothing";
+  char hex[65];
+  EXPECT_EQ(rootspan_weights_component_sha256(weights_, 0, hex, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_weights_release_component(weights_, 2, &raw), ROOTSPAN_ERR_NOT_FOUND);
+  ErrorPtr missing(raw);
+  EXPECT_NE(std::string(rootspan_error_message(missing.get())).find("no component at index 2; the weights hold 2"),
+            std::string::npos)
+      << rootspan_error_message(missing.get());
+  EXPECT_EQ(rootspan_weights_release_component(nullptr, 0, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+  ASSERT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << describe(raw);  // only b was left
+  weights_ = nullptr;
+  EXPECT_EQ(live_roots(), 0u);
+}
+
+TEST_F(WeightsCApiTest, AnInMemoryFileIsDescribedByTheSameRules) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {2, 3}}, {"n", "U8", {5}}}, 24);
+  char *json = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_safetensors_describe(file.bytes.data(), file.bytes.size(), "mem", &json, &raw), ROOTSPAN_OK)
+      << describe(raw);
+  const auto document = nlohmann::json::parse(json);
+  rootspan_string_free(json);
+  EXPECT_EQ(document["format"], "safetensors");
+  EXPECT_EQ(document["bytes"], file.bytes.size());
+  ASSERT_EQ(document["tensors"].size(), 2u);
+  for (const auto &t : document["tensors"]) {
+    const auto &[offset, length] = file.tensors.at(t["name"].get<std::string>());
+    EXPECT_EQ(t["offset"], offset) << t.dump();
+    EXPECT_EQ(t["bytes"], length) << t.dump();
+  }
+
+  std::vector<std::byte> cut(file.bytes.begin(), file.bytes.end() - 1);
+  ASSERT_EQ(rootspan_safetensors_describe(cut.data(), cut.size(), "mem", &json, &raw), ROOTSPAN_ERR_INVALID_CHECKPOINT);
+  ErrorPtr refused(raw);
+  EXPECT_NE(std::string(rootspan_error_message(refused.get())).find("\"mem\""), std::string::npos)
+      << rootspan_error_message(refused.get());
+  EXPECT_EQ(json, nullptr);
+  EXPECT_EQ(rootspan_safetensors_describe(nullptr, 8, "mem", &json, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_safetensors_describe(file.bytes.data(), 8, "mem", nullptr, nullptr),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
 }
 
 // ---- element types and schema shapes --------------------------------------

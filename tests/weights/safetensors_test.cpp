@@ -62,9 +62,10 @@ TEST(Safetensors, ReadsAValidFile) {
 
 TEST(Safetensors, DtypeTableMatchesDesign) {
   const std::vector<std::pair<std::string, std::uint32_t>> table = {
-      {"BOOL", 8}, {"U8", 8},   {"I8", 8},    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},
-      {"U16", 16}, {"F16", 16}, {"BF16", 16}, {"I32", 32},    {"U32", 32},    {"F32", 32},    {"C64", 64},
-      {"F64", 64}, {"I64", 64}, {"U64", 64},  {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}};
+      {"BOOL", 8},        {"U8", 8},          {"I8", 8},      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},
+      {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+      {"I32", 32},        {"U32", 32},        {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64},
+      {"U64", 64},        {"F4", 4},          {"F6_E2M3", 6}, {"F6_E3M2", 6}};
   EXPECT_EQ(safetensors_dtypes().size(), table.size());
   for (const auto &[name, bits] : table) {
     const auto dtype = safetensors_dtype(std::string_view(name));
@@ -180,11 +181,26 @@ TEST(Safetensors, HeaderNestingIsBounded) {
 }
 
 TEST(Safetensors, MetadataIsAStringToStringMap) {
-  EXPECT_TRUE(parse("{\"__metadata__\":{}}", 0));
+  auto empty = parse("{\"__metadata__\":{}}", 0);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty.value().has_metadata());  // present, if empty
   EXPECT_TRUE(FailsWith(parse("{\"__metadata__\":[\"a\"]}", 0), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"t.safetensors", "__metadata__ is an array, not an object"}));
-  EXPECT_TRUE(
-      FailsWith(parse("{\"__metadata__\":null}", 0), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"__metadata__ is null"}));
+                        {"t.safetensors", "__metadata__ is an array, not an object or null"}));
+}
+
+// The reference library reads "__metadata__": null as no metadata (MLX writes it).
+TEST(Safetensors, NullMetadataIsNoMetadata) {
+  auto null_metadata = parse("{\"__metadata__\":null," + entry_json("w", "F32", {1}, 0, 4) + "}", 4);
+  ASSERT_TRUE(null_metadata);
+  EXPECT_FALSE(null_metadata.value().has_metadata());
+  EXPECT_TRUE(null_metadata.value().metadata().empty());
+  ASSERT_EQ(null_metadata.value().tensors().size(), 1u);
+  auto absent = parse("{" + entry_json("w", "F32", {1}, 0, 4) + "}", 4);
+  ASSERT_TRUE(absent);
+  EXPECT_FALSE(absent.value().has_metadata());
+}
+
+TEST(Safetensors, MetadataEntriesAreStrings) {
   EXPECT_TRUE(FailsWith(parse("{\"__metadata__\":{\"epoch\":3}}", 0), ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"__metadata__ entry \"epoch\" is 3, not a string"}));
 }

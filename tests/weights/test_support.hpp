@@ -29,9 +29,10 @@ using ::rootspan::test_support::TempDir;
 // The test's own dtype table (docs/weight-schema.md), kept apart from the reader's.
 inline std::uint64_t dtype_bits(std::string_view dtype) {
   static const std::map<std::string_view, std::uint64_t> bits = {
-      {"BOOL", 8}, {"U8", 8},   {"I8", 8},    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},
-      {"U16", 16}, {"F16", 16}, {"BF16", 16}, {"I32", 32},    {"U32", 32},    {"F32", 32},    {"C64", 64},
-      {"F64", 64}, {"I64", 64}, {"U64", 64},  {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}};
+      {"BOOL", 8},        {"U8", 8},          {"I8", 8},      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},
+      {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+      {"I32", 32},        {"U32", 32},        {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64},
+      {"U64", 64},        {"F4", 4},          {"F6_E2M3", 6}, {"F6_E3M2", 6}};
   const auto found = bits.find(dtype);
   return found == bits.end() ? 8 : found->second;
 }

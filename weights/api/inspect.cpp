@@ -15,7 +15,11 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
   nlohmann::json tensors = nlohmann::json::array();
   for (const Shard &shard : checkpoint.shards()) {
     const SafetensorsFile &file = shard.safetensors;
-    shards.push_back({{"file", shard.file}, {"bytes", file.file_size}, {"header_bytes", file.header_size}});
+    // The shard's own __metadata__, or null when it has none.
+    nlohmann::json own = nullptr;
+    if (file.header.has_metadata()) own = file.header.metadata();
+    shards.push_back(
+        {{"file", shard.file}, {"bytes", file.file_size}, {"header_bytes", file.header_size}, {"metadata", own}});
     for (const auto &[key, value] : file.header.metadata()) metadata[key] = value;
     for (const TensorInfo &tensor : file.header.tensors()) {
       tensors.push_back({{"name", tensor.name},
@@ -32,6 +36,24 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
   // The folder the shards are named from: for a cache repository, the snapshot.
   document["folder"] = checkpoint.folder().string();
   return document;
+}
+
+nlohmann::json describe_safetensors_file(const SafetensorsFile &file) {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const TensorInfo &tensor : file.header.tensors()) {
+    tensors.push_back({{"name", tensor.name},
+                       {"dtype", tensor.dtype.name},
+                       {"shape", tensor.shape},
+                       {"offset", file.data_offset() + tensor.begin},
+                       {"bytes", tensor.byte_length()}});
+  }
+  nlohmann::json metadata = nullptr;
+  if (file.header.has_metadata()) metadata = file.header.metadata();
+  return {{"format", "safetensors"},
+          {"bytes", file.file_size},
+          {"header_bytes", file.header_size},
+          {"metadata", metadata},
+          {"tensors", tensors}};
 }
 
 nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema) {

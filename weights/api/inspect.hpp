@@ -11,6 +11,12 @@ namespace rootspan::weights {
 
 nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint);
 
+// One safetensors file held in memory (rootspan_safetensors_describe):
+// {"format": "safetensors", "bytes", "header_bytes", "metadata" (null when
+// the header has none), "tensors": [{"name", "dtype", "shape", "offset",
+// "bytes"}]} in file order, offsets counted from the file's first byte.
+nlohmann::json describe_safetensors_file(const SafetensorsFile &file);
+
 // A schema resolved against a checkpoint without loading it (`rootspan
 // inspect --schema`): {"path", "components": [{"id", "role", "sources",
 // "bytes", "segments"}], "skipped": [{"id", "reason"}]}.

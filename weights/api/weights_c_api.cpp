@@ -1,6 +1,7 @@
 // The extern "C" entry points of weights.h.
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -70,7 +71,16 @@ rootspan_component_info info_of(const weights::LoadedComponent &c) {
   }
   info.rank = static_cast<std::uint32_t>(c.dimensions.size());
   info.shape = c.dimensions.empty() ? nullptr : c.dimensions.data();
+  info.source_name = c.source.c_str();
   return info;
+}
+
+// A copy of text the caller frees with rootspan_string_free.
+char *c_string(const std::string &text) {
+  auto *out = static_cast<char *>(std::malloc(text.size() + 1));
+  if (out == nullptr) throw std::bad_alloc();
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
 }
 
 // A C string option: NULL is "not given".
@@ -204,6 +214,7 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.provider = provider.value().provider;
     load.device = o.device;
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
+    load.copy_on_write = o.copy_on_write != 0;
     // Bounds that keep a wrong value from asking for absurd pinned memory.
     const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
                            const std::string &limit_text) -> Result<void> {
@@ -292,12 +303,33 @@ rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, siz
                                                   rootspan_error **error) {
   if (weights == nullptr || hex == nullptr) return invalid(error, "verify", "weights or hex is NULL");
   if (index >= weights->result.components.size()) return invalid(error, "verify", "no component at that index");
+  const weights::LoadedComponent &component = weights->result.components[index];
+  if (component.root == nullptr) {
+    return invalid(error, "verify", ("component \"" + component.id + "\" was released on its own").c_str());
+  }
   return guarded(error, "verify", [&]() -> Result<void> {
-    auto digest = weights::root_sha256(*weights->result.components[index].root);
+    auto digest = weights::root_sha256(*component.root);
     if (!digest) return digest.error();
     std::memcpy(hex, digest.value().c_str(), 65);
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
+}
+
+rootspan_status rootspan_weights_release_component(rootspan_weights *weights, size_t index, rootspan_error **error) {
+  if (weights == nullptr) return invalid(error, "weights_release_component", "weights is NULL");
+  if (index >= weights->result.components.size()) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "weights_release_component",
+                                              "no component at index " + std::to_string(index) + "; the weights hold " +
+                                                  std::to_string(weights->result.components.size()),
+                                              weights->result.components.size(), index));
+  }
+  weights::LoadedComponent &component = weights->result.components[index];
+  if (component.root == nullptr) return ROOTSPAN_OK;
+  const rootspan_status status = guarded(error, "weights_release_component", [&] {
+    return weights->context->release_together({component.root}, {"component \"" + component.id + "\""});
+  });
+  if (status == ROOTSPAN_OK) component.root = nullptr;
+  return status;
 }
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
@@ -306,6 +338,7 @@ rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error 
   std::vector<rootspan::Root *> roots;
   std::vector<std::string> names;
   for (const weights::LoadedComponent &c : weights->result.components) {
+    if (c.root == nullptr) continue;  // released on its own
     roots.push_back(c.root);
     names.push_back("component \"" + c.id + "\"");
   }
@@ -340,10 +373,22 @@ rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const
       if (!resolved) return resolved.error();
       document["schema"] = weights::describe_resolved_schema(o.schema_path, resolved.value());
     }
-    const std::string text = document.dump();
-    *json = static_cast<char *>(std::malloc(text.size() + 1));
-    if (*json == nullptr) throw std::bad_alloc();
-    std::memcpy(*json, text.c_str(), text.size() + 1);
+    *json = c_string(document.dump());
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_safetensors_describe(const void *bytes, size_t length, const char *name, char **json,
+                                              rootspan_error **error) {
+  if (json == nullptr || (bytes == nullptr && length != 0)) {
+    return invalid(error, "open_checkpoint", "json is NULL, or bytes is NULL with a non-zero length");
+  }
+  *json = nullptr;
+  return guarded(error, "open_checkpoint", [&]() -> Result<void> {
+    const std::span<const std::byte> file(static_cast<const std::byte *>(bytes), length);
+    auto parsed = weights::parse_safetensors(file, name == nullptr ? "<memory>" : name);
+    if (!parsed) return parsed.error();
+    *json = c_string(weights::describe_safetensors_file(parsed.value()).dump());
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
@@ -373,10 +418,7 @@ rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_l
     if (!resolved) return resolved.error();
     auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
     if (!plan) return plan.error();
-    const std::string text = weights::read_plan_json(plan.value(), spec.value());
-    *json = static_cast<char *>(std::malloc(text.size() + 1));
-    if (*json == nullptr) throw std::bad_alloc();
-    std::memcpy(*json, text.c_str(), text.size() + 1);
+    *json = c_string(weights::read_plan_json(plan.value(), spec.value()));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

@@ -38,14 +38,14 @@ Result<void> MappedFile::check_covers(std::uint64_t end) const {
 }
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::filesystem::path &path,
-                                                     std::optional<std::uint64_t> expected_size) {
+                                                     std::optional<std::uint64_t> expected_size, Access access) {
   auto file = InputFile::open(path, "map_file");
   if (!file) return file.error();
-  return open(file.value(), expected_size);
+  return open(file.value(), expected_size, access);
 }
 
-Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file,
-                                                     std::optional<std::uint64_t> expected_size) {
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file, std::optional<std::uint64_t> expected_size,
+                                                     Access access) {
   const std::filesystem::path &path = file.path();
   auto now = file.current_size();  // the descriptor may be older than this call
   if (!now) return now.error();
@@ -57,7 +57,10 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const InputFile &file,
                       *expected_size, size);
   }
   if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, -1));
-  void *data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+  // The descriptor is read-only; MAP_PRIVATE writes never reach the file.
+  const int protection = access == kCopyOnWrite ? PROT_READ | PROT_WRITE : PROT_READ;
+  const int flags = access == kCopyOnWrite ? MAP_PRIVATE | MAP_NORESERVE : MAP_PRIVATE;
+  void *data = ::mmap(nullptr, size, protection, flags, file.fd(), 0);
   if (data == MAP_FAILED) {
     const int error = errno;
     return make_error(

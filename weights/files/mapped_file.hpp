@@ -1,5 +1,7 @@
-// MappedFile: stable host memory that is a read-only, private mmap of a whole
-// checkpoint file (docs/weight-schema.md). Mapping is nearly free and makes zero-copy host
+// MappedFile: stable host memory that is a private mmap of a whole checkpoint
+// file (docs/weight-schema.md): read-only, or writable copy-on-write, where a
+// write copies the page it touches into this process and never reaches the
+// file. Mapping is nearly free and makes zero-copy host
 // roots possible; the cost is that a file truncated under the mapping turns a
 // read into SIGBUS, so the size is checked at open (against the size seen when
 // the header was validated, when given) and ReadFile is offered where the file
@@ -22,17 +24,24 @@ class InputFile;
 
 class MappedFile final : public StableHostMemory {
  public:
+  // kCopyOnWrite maps with PROT_WRITE and MAP_NORESERVE: the pages are the
+  // file's until written, so no swap is reserved for a mapping that may be
+  // larger than memory.
+  enum Access { kReadOnly, kCopyOnWrite };
+
   // Maps `path` whole. Its size comes from fstat of the opened descriptor; with
   // `expected_size`, a file of any other size is refused (it changed since its
   // header was read). An empty file is not mapped (mmap of length 0 is an
   // error): its stable bytes are empty. Errors: ROOTSPAN_ERR_IO (operation
   // "map_file") naming the file, with expected and actual sizes on a mismatch.
   static Result<std::shared_ptr<MappedFile>> open(const std::filesystem::path &path,
-                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt,
+                                                  Access access = kReadOnly);
   // Maps a file already opened, through its descriptor (the file is not
   // reopened by name); the same checks and errors.
   static Result<std::shared_ptr<MappedFile>> open(const InputFile &file,
-                                                  std::optional<std::uint64_t> expected_size = std::nullopt);
+                                                  std::optional<std::uint64_t> expected_size = std::nullopt,
+                                                  Access access = kReadOnly);
 
   ~MappedFile() override;
 

@@ -18,7 +18,7 @@ struct SafetensorsDtype {
   std::uint32_t bits;     // 4 for F4, 6 for F6_*: not always whole bytes
 };
 
-// All twenty safetensors dtypes, in the order of docs/weight-schema.md.
+// All twenty-two safetensors dtypes, in the order of docs/weight-schema.md.
 std::span<const SafetensorsDtype> safetensors_dtypes();
 
 // The entry for a safetensors dtype name (case-sensitive), or nullopt.

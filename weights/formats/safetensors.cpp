@@ -191,8 +191,8 @@ Result<void> check_prefix_size(std::uint64_t file_size, const Failure &fail) {
 }  // namespace
 
 SafetensorsHeader::SafetensorsHeader(std::map<std::string, std::string> metadata, std::vector<TensorInfo> tensors,
-                                     std::uint64_t data_size)
-    : metadata_(std::move(metadata)), tensors_(std::move(tensors)), data_size_(data_size) {
+                                     std::uint64_t data_size, bool has_metadata)
+    : metadata_(std::move(metadata)), tensors_(std::move(tensors)), data_size_(data_size), has_metadata_(has_metadata) {
   by_name_.reserve(tensors_.size());
   for (std::size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }
@@ -219,7 +219,10 @@ Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view head
   fields.tensors.reserve(root.size());
   for (const auto &[key, value] : root.items()) {
     if (key == "__metadata__") {
-      if (!value.is_object()) return fail("__metadata__ is " + value_text(value) + ", not an object");
+      // null is no metadata: the reference library reads it so, and MLX writes it.
+      if (value.is_null()) continue;
+      if (!value.is_object()) return fail("__metadata__ is " + value_text(value) + ", not an object or null");
+      fields.has_metadata = true;
       for (const auto &[meta_key, meta_value] : value.items()) {
         if (!meta_value.is_string()) {
           return fail("__metadata__ entry " + quoted_text(meta_key) + " is " + value_text(meta_value) +
@@ -287,7 +290,7 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
                     std::to_string(data_size) + " bytes: " + std::to_string(data_size - cursor) + " trailing bytes",
                 data_size, cursor);
   }
-  return SafetensorsHeader(std::move(fast->metadata), std::move(tensors), data_size);
+  return SafetensorsHeader(std::move(fast->metadata), std::move(tensors), data_size, fast->has_metadata);
 }
 
 Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes, std::string_view file_name) {

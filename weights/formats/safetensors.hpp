@@ -42,11 +42,14 @@ class SafetensorsHeader {
   SafetensorsHeader() = default;
   // Takes tensors already validated and sorted by begin.
   SafetensorsHeader(std::map<std::string, std::string> metadata, std::vector<TensorInfo> tensors,
-                    std::uint64_t data_size);
+                    std::uint64_t data_size, bool has_metadata = false);
 
   const std::map<std::string, std::string> &metadata() const { return metadata_; }  // "__metadata__"
-  const std::vector<TensorInfo> &tensors() const { return tensors_; }               // sorted by begin
-  std::uint64_t data_size() const { return data_size_; }                            // bytes after the header
+  // Whether the header has a __metadata__ object (an empty one included);
+  // false when it has none, or `"__metadata__": null`.
+  bool has_metadata() const { return has_metadata_; }
+  const std::vector<TensorInfo> &tensors() const { return tensors_; }  // sorted by begin
+  std::uint64_t data_size() const { return data_size_; }               // bytes after the header
 
   // The tensor of that name, or nullptr.
   const TensorInfo *find(std::string_view name) const;
@@ -55,6 +58,7 @@ class SafetensorsHeader {
   std::map<std::string, std::string> metadata_;
   std::vector<TensorInfo> tensors_;
   std::uint64_t data_size_ = 0;
+  bool has_metadata_ = false;
   StringMap<std::size_t> by_name_;  // tensor name -> index in tensors_
 };
 
@@ -73,6 +77,7 @@ struct SafetensorsFile {
 // and the data section.
 struct SafetensorsFields {
   std::map<std::string, std::string> metadata;  // "__metadata__"
+  bool has_metadata = false;                    // an object was given (null is none, as the reference reads it)
   std::vector<TensorInfo> tensors;              // in no particular order
 };
 

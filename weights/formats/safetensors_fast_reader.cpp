@@ -38,6 +38,7 @@ class HeaderEvents {
         if (in_metadata_) {
           if (seen_metadata_) return false;
           seen_metadata_ = true;
+          out_.has_metadata = true;
           place_ = Place::metadata;
         } else {
           place_ = Place::entry;

@@ -115,6 +115,7 @@ class LoadRun {
     const ComponentSpec &spec = payload.component();
     LoadedComponent loaded;
     loaded.id = payload.component_id();
+    if (!payload.external_names().empty()) loaded.source = payload.external_names().front();
     loaded.bytes = payload.total_bytes();
     loaded.segments = payload.segments().size();
     loaded.role = spec.role;
@@ -175,7 +176,8 @@ class LoadRun {
     if (found == mappings_.end()) {
       auto input = file(segment.path());
       if (!input) return input.error();
-      auto opened = MappedFile::open(*input.value(), expected_size(segment.path()));
+      auto opened = MappedFile::open(*input.value(), expected_size(segment.path()),
+                                     options_.copy_on_write ? MappedFile::kCopyOnWrite : MappedFile::kReadOnly);
       if (!opened) return opened.error();
       found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
     }
@@ -201,7 +203,8 @@ class LoadRun {
     return found->second.get();
   }
 
-  // A read-only root over the segment's retained file region, when the
+  // A root over the segment's retained file region (read-only unless the
+  // mapping is copy-on-write), when the
   // component is one non-empty segment whose bytes are aligned for its type;
   // nullptr when it must be copied instead.
   Result<Root *> try_zero_copy(ComponentPayload &payload) {
@@ -222,7 +225,7 @@ class LoadRun {
     HostImport zero_copy_import;
     zero_copy_import.provider = provider_->name();
     zero_copy_import.dtype = dtype;
-    zero_copy_import.read_only = true;
+    zero_copy_import.read_only = !options_.copy_on_write;
     // The root keeps the file mapping alive through its own region reference.
     // A mapping of the root first checks that the file still covers it.
     if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
@@ -383,6 +386,7 @@ Result<void> release_components(Context &context, LoadResult &result) {
   std::optional<Diagnostic> first;
   std::vector<LoadedComponent> kept;
   for (LoadedComponent &component : result.components) {
+    if (component.root == nullptr) continue;  // released on its own before
     auto released = context.release(component.root);
     if (!released) {
       if (!first) first = released.error();

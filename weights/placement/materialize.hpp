@@ -1,11 +1,10 @@
 // Materialization (docs/weight-schema.md): validated component payloads become roots of
 // one provider. On the host, a single-segment component whose bytes meet the
-// required alignment becomes a read-only root over its retained file region
-// (zero-copy); otherwise one root is allocated and its segments are read into
-// it in order with pread, straight from the file. A provider without host
-// access gets its segments read into a ring of staging buffers (pinned memory
-// of that provider, allocated once per load; weights/placement/staging_ring.hpp) and
-// uploaded with asynchronous copies, the next file reads overlapping the
+// required alignment becomes a root over its retained file region (zero-copy:
+// read-only, or writable over a private copy-on-write mapping); otherwise one root is allocated and its segments are
+// read into it in order with pread, straight from the file. A provider without host access gets its segments read into
+// a ring of staging buffers (pinned memory of that provider, allocated once per load;
+// weights/placement/staging_ring.hpp) and uploaded with asynchronous copies, the next file reads overlapping the
 // uploads in flight; the load succeeds only after every copy has completed. A
 // failed or cancelled load waits for its copies, then releases every root it
 // made.
@@ -37,6 +36,9 @@ struct LoadOptions {
   std::string provider = "host";  // a loaded provider's name
   std::uint32_t device = 0;
   Strategy strategy = Strategy::kMmap;
+  // kMmap: files are mapped privately and writable, so zero-copy roots are
+  // writable; a write copies the page it touches and never reaches the file.
+  bool copy_on_write = false;
   ProgressCallback progress;
   // The staging ring, for providers without host access. 4 x 16 MiB: 16 MiB
   // copies run at a link's full rate (small copies pay a fixed cost each), and
@@ -51,11 +53,12 @@ struct LoadOptions {
 // (role, encoding, element type and dimensions as the schema gives them).
 struct LoadedComponent {
   std::string id;
-  Root *root = nullptr;
+  std::string source;    // the checkpoint's name of the first source tensor
+  Root *root = nullptr;  // nullptr once released on its own (rootspan_weights_release_component)
   std::uint64_t bytes = 0;
   std::size_t segments = 0;
   bool zero_copy = false;
-  bool read_only = false;  // the root's memory must not be written (a file region)
+  bool read_only = false;  // the root's memory must not be written (a read-only file region)
   ComponentRole role = ComponentRole::kValues;
   Encoding encoding = DenseEncoding{};
   rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;  // the physical element type: U8 for block-quantized bytes

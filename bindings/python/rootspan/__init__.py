@@ -11,6 +11,8 @@ A pure-ctypes binding of librootspan's C ABI (rootspan.h, weights.h):
 The library is found next to this package, through ROOTSPAN_LIBRARY, in the
 libdir recorded at install time, or on the system path (see _library).
 """
+__version__ = "0.3.0"  # the library's version too: test_api checks that they agree
+
 from . import dlpack
 from ._library import LibraryNotFoundError
 from .context import Context, DeviceInfo, ProviderReport
@@ -32,6 +34,6 @@ def version():
     return _library.get().rootspan_version().decode()
 
 
-__all__ = ["Context", "DeviceInfo", "ProviderReport", "Root", "RootInfo", "Claim", "Mapping", "Weights",
+__all__ = ["__version__", "Context", "DeviceInfo", "ProviderReport", "Root", "RootInfo", "Claim", "Mapping", "Weights",
            "Component", "LoadProgress", "Error", "Span", "Requested", "LibraryNotFoundError", "dlpack",
            "error_class", "library_path", "version"] + [cls.__name__ for cls in ERROR_CLASSES.values()]

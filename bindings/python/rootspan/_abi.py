@@ -24,7 +24,8 @@ ERR_CANCELLED = 30
 
 # ---- element types (types.h), indexed by value -----------------------------
 DTYPE_NAMES = ("NONE", "BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16", "F32", "F64",
-               "C32", "C64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2")
+               "C32", "C64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2",
+               "F8_E4M3FNUZ", "F8_E5M2FNUZ")
 DTYPE_NONE = 0
 DTYPE_U8 = 2
 
@@ -117,7 +118,9 @@ class LoadOptions(Structure):
                 ("rank", c_uint32), ("world_size", c_uint32), ("split_rules", POINTER(SplitRule)),
                 ("split_rule_count", c_size_t),
                 # appended later: the pinned staging ring of uploads to device memory
-                ("staging_buffer_bytes", c_uint64), ("staging_buffer_count", c_uint32)]
+                ("staging_buffer_bytes", c_uint64), ("staging_buffer_count", c_uint32),
+                # appended later: writable zero-copy roots over a private copy-on-write mapping
+                ("copy_on_write", c_int32)]
 
 
 class ComponentInfo(Structure):
@@ -126,7 +129,9 @@ class ComponentInfo(Structure):
                 # appended later (the embedder's fields): placement and layout
                 ("read_only", c_int32), ("dtype", c_int32), ("role", c_int32), ("encoding", c_int32),
                 ("format_id", c_char_p), ("values_per_block", c_uint64), ("bytes_per_block", c_uint64),
-                ("rank", c_uint32), ("shape", POINTER(c_uint64))]
+                ("rank", c_uint32), ("shape", POINTER(c_uint64)),
+                # appended later: the checkpoint's name of the first source tensor
+                ("source_name", c_char_p)]
 
 
 def sized(struct_type):
@@ -190,7 +195,9 @@ PROTOTYPES = {
     "rootspan_weights_skipped_count": (c_int32, [_P, _SIZEP]),
     "rootspan_weights_skipped": (c_int32, [_P, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),
     "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
+    "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
+    "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_string_free": (None, [c_void_p]),
 }

@@ -2,9 +2,9 @@
 
 close() (or the end of a with block) frees every open Weights, releases the
 roots still live and shuts the providers down. While a memoryview, numpy
-array or DLPack consumer still uses memory of the context, close() raises
-BusyError and changes nothing; a with block unwound by an exception, and
-garbage collection, instead close as soon as the last such user lets go.
+array or DLPack consumer still uses memory of the context, the context stops
+taking new work at once and is destroyed when the last such user lets go, so
+that an array or tensor may outlive the with block it came from.
 """
 import ctypes
 import os
@@ -74,7 +74,7 @@ class _ContextState:
         """A claim or mapping went: finish a close that was waiting for it."""
         owner = root._owner
         if owner is not None and owner.pending:
-            owner.free_quietly()
+            owner.release_unused()
         if self.closing and self.leases == 0:
             self.destroy()
 
@@ -84,8 +84,11 @@ class _ContextState:
             if self.handle is None:
                 return 0
             for weights in list(self.weights):
-                weights.free_quietly()
-                weights.handle = None  # still claimed by hand: the context releases its roots below
+                try:
+                    weights.free()
+                except errors.Error:
+                    pass  # still claimed by hand: the context releases its roots below
+                weights.handle = None
             live = ctypes.c_uint64()
             self.lib.rootspan_context_destroy(self.handle, ctypes.byref(live))
             self.handle = None
@@ -147,34 +150,29 @@ class Context:
         return self._state.handle is None or self._state.closing
 
     def close(self):
-        """Destroys the context; returns how many roots were still live (0 when everything was released).
-
-        BusyError, changing nothing, while memory of the context is still in
-        use by a view, array or DLPack consumer."""
+        """Closes the context. With no memory of it in use, it is destroyed now and close() returns how many
+        roots were still live (0 when everything was released); while a view, array or DLPack consumer
+        still uses its memory, it takes no new work and is destroyed when the last of them goes, and
+        close() returns None."""
         state = self._state
         with state.lock:
             if state.handle is None:
                 return 0
-            if state.leases:
-                raise errors.BusyError(
-                    f"context_destroy: {state.leases} mapping(s) of this context are still in use by memoryviews, "
-                    "arrays or DLPack consumers; close the mappings and drop those objects first",
-                    operation="context_destroy", cause="memory of this context is still in use",
-                    expected=0, actual=state.leases)
             state.closing = True
+            if state.leases:
+                return None
             return state.destroy()
+
+    @property
+    def memory_in_use(self):
+        """How many mappings of this context arrays, views and DLPack consumers still hold."""
+        return self._state.leases
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-            return
-        try:  # an exception is unwinding: close now if nothing holds memory, else when the last user goes
-            self.close()
-        except errors.BusyError:
-            self._state.closing = True
+        self.close()
 
     def __del__(self):
         # Garbage: nothing refers to the context or its roots any more, only
@@ -281,7 +279,8 @@ class Context:
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
-             world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0):
+             world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
+             read_only=False):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -301,10 +300,16 @@ class Context:
 
         staging_buffer_bytes, staging_buffer_count: the ring of pinned host
         buffers that uploads to device memory go through (0: 16 MiB, and 4
-        buffers)."""
+        buffers).
+
+        read_only: with strategy "mmap", False (the default) maps the files
+        copy-on-write, so that zero-copy components are writable: a write
+        changes this process's copy of the page it touches, never the file.
+        True makes zero-copy components read-only (numpy arrays are then
+        read-only, and legacy DLPack consumers are refused)."""
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
-                    revision, staging_buffer_bytes, staging_buffer_count)
+                    revision, staging_buffer_bytes, staging_buffer_count, read_only)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

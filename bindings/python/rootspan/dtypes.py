@@ -7,7 +7,8 @@ from . import _abi
 # name -> (bits, numpy typestr or None, DLPack (type code, bits))
 # DLPack codes: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool, and the
 # 1.1 low-precision floats: 10 float8_e4m3fn, 12 float8_e5m2,
-# 14 float8_e8m0fnu, 15 float6_e2m3fn, 16 float6_e3m2fn, 17 float4_e2m1fn.
+# 11 float8_e4m3fnuz, 13 float8_e5m2fnuz, 14 float8_e8m0fnu, 15 float6_e2m3fn,
+# 16 float6_e3m2fn, 17 float4_e2m1fn.
 _TABLE = {
     "BOOL": (8, "|b1", (6, 8)),
     "U8": (8, "|u1", (1, 8)),
@@ -30,6 +31,8 @@ _TABLE = {
     "F4": (4, None, (17, 4)),
     "F6_E2M3": (6, None, (15, 6)),
     "F6_E3M2": (6, None, (16, 6)),
+    "F8_E4M3FNUZ": (8, None, (11, 8)),
+    "F8_E5M2FNUZ": (8, None, (13, 8)),
 }
 
 

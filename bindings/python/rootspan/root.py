@@ -121,10 +121,11 @@ class Root(_Exportable):
     @property
     def info(self):
         """A RootInfo snapshot."""
-        handle = self._live("root_get_info")
         info = _abi.sized(_abi.RootInfo)
-        errors.check_plain(self._state.lib.rootspan_root_get_info(handle, ctypes.byref(info)), "root_info",
-                           "rootspan_root_get_info failed")
+        with self._state.lock:  # a close on another thread cannot release the root during the call
+            handle = self._live("root_get_info")
+            errors.check_plain(self._state.lib.rootspan_root_get_info(handle, ctypes.byref(info)), "root_info",
+                               "rootspan_root_get_info failed")
         return RootInfo(info.root_id, (info.key.domain, info.key.local), info.byte_offset, info.byte_length,
                         info.alignment, dtypes.name(info.dtype), bool(info.read_only), bool(info.host_accessible),
                         info.device, (info.provider or b"").decode())
@@ -135,25 +136,27 @@ class Root(_Exportable):
 
     def span(self, offset, length):
         """The Span [offset, offset + length) of this root resolves to."""
-        handle = self._live("span_derive")
         out = _abi.sized(_abi.Span)
-        errors.check(self._state.lib, self._state.lib.rootspan_span_derive, handle, _check_int(offset, "offset"),
-                     _check_int(length, "length"), ctypes.byref(out))
+        with self._state.lock:
+            handle = self._live("span_derive")
+            errors.check(self._state.lib, self._state.lib.rootspan_span_derive, handle, _check_int(offset, "offset"),
+                         _check_int(length, "length"), ctypes.byref(out))
         return _span(out)
 
     def claim(self, offset=0, length=None, exclusive=False):
         """Claims [offset, offset + length) (length None: to the end), shared or exclusive."""
-        handle = self._live("claim_acquire")
         _check_int(offset, "offset")
         _check_bool(exclusive, "exclusive")
-        if length is None:
-            length = max(self.info.byte_length - offset, 0)
-        _check_int(length, "length")
-        out = ctypes.c_void_p()
-        mode = _abi.CLAIM_EXCLUSIVE if exclusive else _abi.CLAIM_SHARED
-        errors.check(self._state.lib, self._state.lib.rootspan_claim_acquire, handle, offset, length, mode,
-                     ctypes.byref(out))
-        return Claim(self, out.value, exclusive)
+        with self._state.lock:
+            handle = self._live("claim_acquire")
+            if length is None:
+                length = max(self.info.byte_length - offset, 0)
+            _check_int(length, "length")
+            out = ctypes.c_void_p()
+            mode = _abi.CLAIM_EXCLUSIVE if exclusive else _abi.CLAIM_SHARED
+            errors.check(self._state.lib, self._state.lib.rootspan_claim_acquire, handle, offset, length, mode,
+                         ctypes.byref(out))
+            return Claim(self, out.value, exclusive)
 
     def read(self, offset=0, length=None):
         """A copy of [offset, offset + length) as bytes, through a shared claim (works for device memory)."""
@@ -272,14 +275,15 @@ class Claim:
         return offset, _check_int(length, "length")
 
     def _lease(self, dtype_code, offset, length, write, own_claim):
-        handle = self._live("map_write" if write else "map_read")
-        lib = self._state.lib
-        if dtype_code == _abi.DTYPE_NONE:  # a typed root is mapped as its own elements
-            dtype_code = dtypes.code(self.root.info.dtype)
-        out = ctypes.c_void_p()
-        fn = lib.rootspan_map_write if write else lib.rootspan_map_read
-        errors.check(lib, fn, handle, dtype_code, offset, length, ctypes.byref(out))
-        return _memory._Lease(self._state, self, out.value, own_claim)
+        with self._state.lock:
+            handle = self._live("map_write" if write else "map_read")
+            lib = self._state.lib
+            if dtype_code == _abi.DTYPE_NONE:  # a typed root is mapped as its own elements
+                dtype_code = dtypes.code(self.root.info.dtype)
+            out = ctypes.c_void_p()
+            fn = lib.rootspan_map_write if write else lib.rootspan_map_read
+            errors.check(lib, fn, handle, dtype_code, offset, length, ctypes.byref(out))
+            return _memory._Lease(self._state, self, out.value, own_claim)
 
     def map(self, offset=0, length=None, *, write=False, dtype=None):
         """Maps [offset, offset + length) of the claim (length None: to its end) on the host.

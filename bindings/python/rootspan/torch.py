@@ -29,9 +29,9 @@ def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", pr
 
     With strategy "read" (the default) the slices are read straight into
     writable memory that the tensors then use without a copy. With "mmap",
-    file regions that can be used in place are read-only, so torch (which
-    only knows writable tensors) gets a copy of those. device: where the
-    tensors go ("cpu", or any torch device they are moved to).
+    file regions that can be used in place are mapped copy-on-write: the
+    tensors use them in place, and a write never reaches the file. device:
+    where the tensors go ("cpu", or any torch device they are moved to).
     load_shard_with_stats also returns the bytes this rank read."""
     tensors, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
     return tensors
@@ -41,6 +41,20 @@ def load_shard_with_stats(path, rank, world_size, split=None, schema=None, devic
                           strategy="read"):
     """load_shard, and the bytes this rank read from the checkpoint's files."""
     return _load(path, rank, world_size, split, schema, device, provider, strategy)
+
+
+def tensor_of(component):
+    """A CPU tensor over a loaded component's memory: no copy unless the component is read-only (a legacy
+    DLPack consumer such as torch 1.13 has no read-only mark, so it gets a writable copy). The bytes go to
+    torch as uint8 and are viewed as the element type, so that types torch cannot import by DLPack code
+    (bool, the 8-bit floats in torch 1.13) still load. A block-quantized component is uint8 of shape
+    grid + (bytes_per_block,)."""
+    from .safetensors import _frameworks
+    code = "C64" if component.dtype == "C32" else component.dtype  # the format's name of complex64
+    shape = component.shape
+    if component.encoding == "block_quantized":
+        shape = shape + (component.bytes_per_block,)
+    return _frameworks.to_torch(component, code, shape)
 
 
 def _load(path, rank, world_size, split, schema, device, provider, strategy):
@@ -53,10 +67,7 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy):
     tensors = {}
     try:
         for cid, component in weights.items():
-            if component.read_only:  # legacy DLPack has no read-only flag: hand torch a writable copy
-                tensor = torch.utils.dlpack.from_dlpack(component.__dlpack__(copy=True))
-            else:  # the tensor uses the component's memory and keeps it claimed while it lives
-                tensor = torch.utils.dlpack.from_dlpack(component)
+            tensor = tensor_of(component)
             tensors[cid] = tensor if target.type == "cpu" else tensor.to(target)
     except BaseException:
         tensors.clear()

@@ -1,19 +1,28 @@
 """Loaded checkpoints: Weights, a read-only mapping from component id to Component.
 
-Weights own their components' roots. close() (or the end of a with block)
-frees them, and raises BusyError, freeing nothing, while a component is still
-claimed — by a numpy array, a memoryview, or a DLPack consumer such as a torch
-tensor. Weights that are garbage while consumers still hold components are
-freed when the last consumer lets go.
+Weights own their components' roots. What they hand out outlives them: an
+array, memoryview or DLPack consumer (a torch tensor) of a component keeps
+that component's memory alive after the Weights are closed, garbage, or left
+by their with block. close() releases at once every root nothing uses and
+defers each other one until its last consumer goes; the C handle is freed
+with the last root. Nothing waits and nothing raises BusyError.
+
+A component's exports share one lease: one claim and one mapping, held by
+the component while any array or tensor of it lives. A writable component
+(copy-on-write or read into memory) is claimed exclusively and mapped for
+writing, so that every array and tensor of it is a writable view of the same
+bytes, as with the reference safetensors library; a read-only one is claimed
+shared.
 """
 import collections.abc
 import ctypes
 import os
 import sys
+import weakref
 from dataclasses import dataclass
 
 from . import _abi, dtypes, errors
-from .root import Root, _Exportable, _check_int
+from .root import Root, _Exportable, _check_bool, _check_int
 
 
 @dataclass(frozen=True)
@@ -27,15 +36,47 @@ class LoadProgress:
 
 
 class _WeightsState:
-    """The rootspan_weights handle; freed when close() succeeds or when nothing refers to it any more."""
+    """The rootspan_weights handle and which of its roots are released.
 
-    def __init__(self, context, handle):
+    Everything that can reach a component's memory (Component, its Root, a
+    lease) refers to this state, so it lives until the last of them goes."""
+
+    def __init__(self, context, handle, count):
         self.context_state = context._state
         self.handle = handle
-        self.pending = False  # a close waits for the last claim on a component
+        self.released = [False] * count  # component index -> its root went back
+        self.roots = [None] * count  # component index -> weakref to its Root object, to invalidate it
+        self.pending = False  # closed: release each root as soon as nothing uses it
         context._state.weights.add(self)
 
+    def release_unused(self):
+        """Releases each root nothing claims, and frees the handle once all are released. Quiet: a root
+        still in use (Busy) is released when its last consumer lets go (ContextState.after_release)."""
+        state = self.context_state
+        with state.lock:
+            if self.handle is None:
+                return
+            if state.handle is None:  # the context was destroyed: it released everything
+                self.handle = None
+                return
+            lib = state.lib
+            for index, released in enumerate(self.released):
+                if released:
+                    continue
+                if lib.rootspan_weights_release_component(self.handle, index, None) == _abi.OK:
+                    self._invalidate(index)
+            if all(self.released):
+                lib.rootspan_weights_free(self.handle, None)
+                self.handle = None
+
+    def _invalidate(self, index):
+        self.released[index] = True
+        root = self.roots[index]() if self.roots[index] is not None else None
+        if root is not None:
+            root._handle = None  # a Root object of a released component refuses to be used
+
     def free(self):
+        """Frees everything now; BusyError, freeing nothing, while a root is claimed."""
         state = self.context_state
         with state.lock:
             if self.handle is None or state.handle is None:
@@ -43,16 +84,17 @@ class _WeightsState:
                 return
             errors.check(state.lib, state.lib.rootspan_weights_free, self.handle)
             self.handle = None
+            for index in range(len(self.released)):
+                self._invalidate(index)
 
-    def free_quietly(self):
-        try:
-            self.free()
-        except errors.Error:
-            pass
+    def close(self):
+        """Releases what nothing uses now, the rest when its last consumer goes."""
+        self.pending = True
+        self.release_unused()
 
     def __del__(self):
         try:
-            self.free_quietly()
+            self.release_unused()  # nothing refers to the state any more: nothing claims its roots
         except Exception:
             pass
 
@@ -74,7 +116,10 @@ class Component(_Exportable):
         self._wstate = weights._wstate  # not the Weights object: no reference cycle
         self.index = index
         self.id = _text(info.id)
+        self.source_name = _text(info.source_name)  # the checkpoint's own name of its (first) tensor
         self.root = Root(weights._context, info.root, owner=self._wstate)
+        self._wstate.roots[index] = weakref.ref(self.root)
+        self._lease = None  # weakref to the lease every export of this component shares
         self.nbytes = info.byte_length
         self.segments = info.segments
         self.zero_copy = bool(info.zero_copy)
@@ -91,30 +136,58 @@ class Component(_Exportable):
         self.shape = tuple(info.shape[i] for i in range(info.rank))
 
     def _live(self, operation):
-        if self._wstate.handle is None:
-            raise ValueError(f"{operation}: the weights are closed")
+        if self._wstate.handle is None or self._wstate.released[self.index]:
+            raise ValueError(f"{operation}: component {self.id!r} was released (its weights are closed)")
         self._wstate.context_state.require_open(operation)
 
     def _export_root(self):
-        self._live("export")
         return self.root
 
     def _export_layout(self):
-        self._live("export")
         if self.encoding == "block_quantized":
             return "U8", self.shape + (self.bytes_per_block,), self.read_only
         return self.dtype, self.shape, self.read_only
 
     def _export_lease(self):
-        return self.root._export_lease()
+        """The lease all exports of this component share: made on first use, kept while any export lives.
+        After close(), a component whose memory is still in use keeps exporting it; once released, never."""
+        state = self._wstate.context_state
+        with state.lock:
+            lease = self._lease() if self._lease is not None else None
+            if lease is not None and lease.mapping is not None:
+                return lease
+            self._live("export")
+            writable = not self.read_only
+            claim = self.root.claim(exclusive=writable)
+            try:
+                lease = claim._lease(_abi.DTYPE_NONE, 0, claim.span.length, write=writable, own_claim=True)
+            except BaseException:
+                claim._release_quietly()
+                raise
+            self._lease = weakref.ref(lease)
+            return lease
+
+    def __dlpack_device__(self):
+        with self._wstate.context_state.lock:
+            lease = self._lease() if self._lease is not None else None
+            if lease is None or lease.mapping is None:
+                self._live("export")
+            return self.root._dlpack_device()
 
     def _export_what(self):
         return f"component {self.id!r}"
 
     def sha256(self):
-        """The SHA-256 (hex) of the component's bytes as they lie in provider memory."""
-        self._live("verify")
+        """The SHA-256 (hex) of the component's bytes as they lie in provider memory (writes made through its
+        arrays and tensors included)."""
         state = self._wstate.context_state
+        with state.lock:
+            lease = self._lease() if self._lease is not None else None
+            if lease is not None and lease.mapping is not None:  # exported: hash the memory under that claim
+                import hashlib
+                from . import _memory
+                return hashlib.sha256(_memory.view(lease, 0, lease.nbytes, True)).hexdigest()
+        self._live("verify")
         out = ctypes.create_string_buffer(65)
         errors.check(state.lib, state.lib.rootspan_weights_component_sha256, self._wstate.handle, self.index, out)
         return out.value.decode()
@@ -130,16 +203,17 @@ class Weights(collections.abc.Mapping):
 
     def __init__(self, context, handle):
         self._context = context
-        self._wstate = _WeightsState(context, handle)
         lib = context._state.lib
+        count = ctypes.c_size_t()
+        status = lib.rootspan_weights_component_count(handle, ctypes.byref(count))
+        self._wstate = _WeightsState(context, handle, count.value)  # from here on it frees the handle
+        errors.check_plain(status, "weights", "rootspan_weights_component_count failed")
+        self._closed = False
         self.provider = _text(lib.rootspan_weights_provider(handle))
         bytes_read = ctypes.c_uint64()
         errors.check_plain(lib.rootspan_weights_bytes_read(handle, ctypes.byref(bytes_read)), "weights",
                            "rootspan_weights_bytes_read failed")
         self.bytes_read = bytes_read.value  # what the load read from the files (one rank's share when sliced)
-        count = ctypes.c_size_t()
-        errors.check_plain(lib.rootspan_weights_component_count(handle, ctypes.byref(count)), "weights",
-                           "rootspan_weights_component_count failed")
         self._components = []
         for i in range(count.value):
             info = _abi.sized(_abi.ComponentInfo)
@@ -157,14 +231,14 @@ class Weights(collections.abc.Mapping):
             self._skipped[_text(cid.value)] = _text(reason.value)
 
     def _live(self, operation):
-        if self._wstate.handle is None:
+        if self._closed or self._wstate.handle is None:
             raise ValueError(f"{operation}: the weights are closed")
         self._context._state.require_open(operation)
         return self._wstate.handle
 
     @property
     def closed(self):
-        return self._wstate.handle is None
+        return self._closed or self._wstate.handle is None
 
     @property
     def skipped(self):
@@ -199,21 +273,23 @@ class Weights(collections.abc.Mapping):
         return len(self._components)
 
     def close(self):
-        """Frees the weights and their roots. BusyError, freeing nothing, while a component is claimed."""
-        if self._wstate.handle is None:
-            return
-        self._context._state.require_open("weights_free")
-        self._wstate.free()
+        """Closes the weights: every root nothing uses is released now, each other one when the last array,
+        tensor or claim of it goes. Arrays and tensors already handed out stay valid; the weights give out
+        nothing more."""
+        self._closed = True
+        self._wstate.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:  # an exception is unwinding: free now if nothing holds a component, else when the last one goes
-            self._wstate.pending = True
-            self._wstate.free_quietly()
+        self.close()
+
+    def __del__(self):
+        try:
+            self._wstate.close()
+        except Exception:
+            pass
 
     def __repr__(self):
         if self.closed:
@@ -273,8 +349,9 @@ def _patterns(tensors):
 
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
-         tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0):
+         tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False):
     path_c = _path(path, "path")
+    _check_bool(read_only, "read_only")
     schema_c = None if schema is None else _path(schema, "schema")
     patterns = _patterns(tensors)
     if revision is not None and not isinstance(revision, str):
@@ -307,6 +384,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.strategy = _abi.LOAD_STRATEGIES[strategy]
     options.staging_buffer_bytes = staging_buffer_bytes
     options.staging_buffer_count = staging_buffer_count
+    options.copy_on_write = 0 if read_only else 1
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

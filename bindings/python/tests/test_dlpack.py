@@ -303,8 +303,7 @@ class Lifetime(Base):
         root.write(0, bytes(range(16)))
         tensor = torch.utils.dlpack.from_dlpack(root)
         del root
-        with self.assertRaises(rootspan.BusyError):
-            ctx.close()
+        self.assertIsNone(ctx.close())  # the tensor holds memory: destroyed when it goes
         state = ctx._state
         del ctx
         gc.collect()

@@ -1,0 +1,43 @@
+"""Checkpoints described without loading them: what `rootspan inspect` prints.
+
+inspect(path) validates a checkpoint (headers only) and returns its JSON
+description as a dict (docs/cli.md); describe_safetensors(data) does the
+same for one safetensors file held in memory, through the same rules.
+"""
+import ctypes
+import json
+import os
+
+from . import _library, errors
+
+
+def _json(lib, fn, *args):
+    out = ctypes.c_void_p()
+    errors.check(lib, fn, *args, ctypes.byref(out))
+    try:
+        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+    finally:
+        lib.rootspan_string_free(out.value)
+
+
+def inspect(path):
+    """The description of the checkpoint at path (a file, folder, index file or cache repository)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be str or os.PathLike, got {type(path).__name__} {path!r}")
+    lib = _library.get()
+    return _json(lib, lib.rootspan_checkpoint_inspect, os.fsencode(path))
+
+
+def describe_safetensors(data, name="<memory>"):
+    """The description of a safetensors file held in a bytes-like object: {"format", "bytes", "header_bytes",
+    "metadata" (None when the header has none), "tensors": [{"name", "dtype", "shape", "offset", "bytes"}]}, with
+    offsets into data. Nothing is copied."""
+    view = memoryview(data).cast("B")
+    lib = _library.get()
+    if view.readonly:
+        keep = ctypes.c_char_p(view.tobytes()) if not isinstance(data, bytes) else ctypes.c_char_p(data)
+        address = ctypes.cast(keep, ctypes.c_void_p)
+    else:
+        keep = (ctypes.c_char * view.nbytes).from_buffer(view) if view.nbytes else None
+        address = ctypes.cast(keep, ctypes.c_void_p) if keep is not None else None
+    return _json(lib, lib.rootspan_safetensors_describe, address, view.nbytes, str(name).encode("utf-8", "replace"))

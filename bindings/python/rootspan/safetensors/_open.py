@@ -1,0 +1,244 @@
+"""safe_open: one safetensors file, its tensors handed out as numpy arrays or torch tensors.
+
+Opening validates the header through rootspan's core (rootspan_checkpoint_inspect)
+and reads nothing else; the first tensor asked for loads the file through
+the core as well: mapped copy-on-write (backend "mmap") or read into memory
+(backend "pread"), every tensor one root. Tensors are zero-copy views of
+those roots and writable: a write changes this process's copy of a page,
+never the file. What a handle gave out outlives the handle: closing it only
+releases the roots nothing uses any more (rootspan/weights.py).
+"""
+import os
+import threading
+
+from rootspan import errors as _core_errors
+from rootspan.inspect import inspect as _inspect
+from rootspan.safetensors import _frameworks, _slicing
+from rootspan.safetensors._errors import SafetensorError, from_core
+
+# Every framework name the reference accepts -> its long name. numpy and
+# pytorch are served; the others are refused by name.
+_FRAMEWORKS = {"pt": "pytorch", "torch": "pytorch", "pytorch": "pytorch", "np": "numpy", "numpy": "numpy",
+               "tf": "tensorflow", "tensorflow": "tensorflow", "jax": "flax", "flax": "flax", "mlx": "mlx",
+               "paddle": "paddle"}
+_SERVED = ("numpy", "pytorch")
+# backend -> rootspan load strategy ("read_file" is a later release's name for "pread").
+_BACKENDS = {"mmap": "mmap", "pread": "read", "read_file": "read"}
+_DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
+
+_context = None
+_context_lock = threading.Lock()
+
+
+def _shared_context():
+    """One rootspan context for every handle: the host provider only (no plugin is loaded for host memory)."""
+    global _context
+    with _context_lock:
+        if _context is None or _context.closed:
+            from rootspan.context import Context
+            _context = Context(manifests=[])
+        return _context
+
+
+def _str_argument(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"argument '{name}': '{type(value).__name__}' object is not an instance of 'str'")
+    return value
+
+
+def parse_device(device):
+    """The device as torch names it ("cpu", "cuda:0", "mps", 3), or a SafetensorError naming it."""
+    if device is None:
+        return "cpu"
+    if isinstance(device, bool) or isinstance(device, float):
+        raise SafetensorError(f"device {device} is invalid")
+    if isinstance(device, int):
+        if device < 0:
+            raise SafetensorError(f"device {device} is invalid")
+        return device
+    if not isinstance(device, str):
+        try:  # a torch.device
+            device = str(device)
+        except Exception:
+            raise SafetensorError(f"device {device!r} is invalid") from None
+    if device == "cpu":
+        return "cpu"
+    if device in ("mps", "mps:0"):
+        return "mps"
+    if device.startswith("mps:"):
+        raise SafetensorError(f"device {device} is invalid: only mps or mps:0 is supported")
+    kind, _, index = device.partition(":")
+    if kind not in _DEVICE_KINDS or device.count(":") > 1:
+        raise SafetensorError(f"device {device} is invalid")
+    if not index:
+        return f"{kind}:0"
+    if not index.isdigit():
+        raise ValueError(f"device {device} is invalid: invalid digit found in string {index!r}")
+    return f"{kind}:{int(index)}"
+
+
+class safe_open:
+    """Opens a safetensors file lazily and returns its tensors as asked.
+
+    filename: str or os.PathLike; framework: "pt" (also "torch", "pytorch")
+    or "np" ("numpy"); device: where torch tensors go ("cpu", "cuda:0", an
+    index; numpy: "cpu" only); backend: "mmap" (the default: the file is
+    mapped copy-on-write, no byte read until used) or "pread" (every tensor
+    read into memory when the first is asked for; also "read_file", and
+    mmap=False)."""
+
+    def __init__(self, filename, framework, device="cpu", *, backend="mmap", mmap=True):
+        if isinstance(filename, bytes) or not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"argument 'filename': '{type(filename).__name__}' object is not an instance of 'str'")
+        fw = _FRAMEWORKS.get(_str_argument(framework, "framework"))
+        if fw is None:
+            raise SafetensorError(f"framework {framework} is invalid")
+        self._device = parse_device(device)
+        if _str_argument(backend, "backend") not in _BACKENDS:
+            raise SafetensorError(f'backend "{backend}" is invalid (expected one of: "mmap", "pread")')
+        self._strategy = _BACKENDS[backend] if mmap else "read"
+        path = os.fspath(filename)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such file or directory: {path}")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{path} is a folder, not a safetensors file")
+        if fw not in _SERVED:
+            raise SafetensorError(f"framework {framework} ({fw}) is not served by rootspan.safetensors, which "
+                                  "gives numpy arrays (\"np\") and torch tensors (\"pt\")")
+        if self._device != "cpu" and fw != "pytorch":
+            raise SafetensorError(f"Device {self._device} is not supported for framework {fw}")
+        self._framework = fw
+        self._path = os.path.abspath(path)
+        self._lock = threading.Lock()
+        self._weights = None  # the load, made when the first tensor is asked for
+        self._by_name = None  # tensor name -> its Component
+        self._closed = False
+        self._read_header()
+
+    def _read_header(self):
+        if self._path.endswith(".index.json"):
+            raise SafetensorError(f"Error while deserializing header: {self._path} is a shard index, not a "
+                                  "safetensors file: open each shard it names")
+        try:
+            description = _inspect(self._path)
+        except _core_errors.Error as e:
+            if e.name in ("InvalidCheckpoint",):
+                raise from_core(e) from e
+            raise SafetensorError(f"Error while deserializing header: {e}") from e
+        if description.get("format") != "safetensors" or len(description.get("shards", ())) != 1:
+            raise SafetensorError(f"Error while deserializing header: {self._path} is a "
+                                  f"{description.get('format', 'unknown')} file, not a safetensors file")
+        self._metadata = description["shards"][0].get("metadata")
+        # name -> (dtype code, shape, absolute offset, bytes), in file order
+        self._tensors = {t["name"]: (t["dtype"], t["shape"], t["offset"], t["bytes"]) for t in description["tensors"]}
+
+    # ---- the reference's methods ---------------------------------------------------------------
+
+    def _open(self):
+        if self._closed:
+            raise SafetensorError("File is closed")
+
+    def keys(self):
+        """The tensor names, sorted."""
+        self._open()
+        return sorted(self._tensors)
+
+    def offset_keys(self):
+        """The tensor names in the order of their bytes in the file."""
+        self._open()
+        return list(self._tensors)
+
+    def metadata(self):
+        """The header's __metadata__ as a dict, or None when it has none."""
+        self._open()
+        return None if self._metadata is None else dict(self._metadata)
+
+    def get_tensor(self, name):
+        """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
+        with self._lock:  # a close on another thread waits for this export
+            code, shape, component = self._component(name)
+            if self._framework == "numpy":
+                tensor = _frameworks.to_numpy(component, code, shape)
+            else:
+                tensor = _frameworks.to_torch(component, code, shape)
+        return self._to_device(tensor)
+
+    def get_tensors(self):
+        """Every tensor, by name, in file order."""
+        self._open()
+        return {name: self.get_tensor(name) for name in self._tensors}
+
+    def get_slice(self, name):
+        """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
+        with self._lock:
+            code, shape, component = self._component(name)
+            return _slicing.PySafeSlice(self, name, code, shape, component)
+
+    def get_strided_slice(self, name, dim, intervals):
+        """The tensor's intervals [(begin, end), ...] along dim, concatenated in the order given."""
+        return self.get_slice(name)._intervals(dim, intervals)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, _exc_type, _exc_value, _traceback):
+        self._close()
+
+    def __del__(self):
+        try:
+            self._close()
+        except Exception:
+            pass
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    def _close(self):
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # the constructor failed
+            return
+        with lock:
+            self._closed = True
+            weights, self._weights, self._by_name = self._weights, None, None
+        if weights is not None:
+            weights.close()  # roots nothing uses go now; the others when their last tensor goes
+
+    def _component(self, name):
+        """(code, shape, Component or None for an empty tensor); called holding self._lock."""
+        self._open()
+        entry = self._tensors.get(name) if isinstance(name, str) else None
+        if entry is None:
+            raise SafetensorError(f"File does not contain tensor {name}")
+        if self._by_name is None:
+            self._load()
+        return entry[0], entry[1], self._by_name[name]
+
+    def _load(self):
+        try:
+            weights = _shared_context().load(self._path, provider="host", strategy=self._strategy)
+        except _core_errors.Error as e:
+            if e.name == "InvalidCheckpoint":
+                raise from_core(e) from e
+            raise SafetensorError(f"Could not read {self._path}: {e}") from e
+        by_name = {c.source_name: c for c in weights.values()}
+        for name, (code, shape, _, nbytes) in self._tensors.items():
+            if nbytes == 0:  # nothing to load: the core makes no root for an empty tensor
+                by_name[name] = None
+                continue
+            c = by_name.get(name)
+            if c is None or c.nbytes != nbytes or list(c.shape) != list(shape):
+                weights.close()
+                raise SafetensorError(f"{self._path} changed since it was opened: tensor {name} is no longer "
+                                      f"{code}{list(shape)} of {nbytes} bytes; open it again")
+        self._weights, self._by_name = weights, by_name
+
+    def _to_device(self, tensor):
+        return tensor if self._device == "cpu" else tensor.to(self._device)
+
+
+def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):
+    """safe_open over an open file object (only its name is used: the file is opened again by name)."""
+    f.fileno  # noqa: B018 (the reference requires a real file: AttributeError otherwise)
+    name = f.name
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"the file object's name must be str or os.PathLike, got {type(name).__name__} {name!r}")
+    return safe_open(name, framework, device, backend=backend)

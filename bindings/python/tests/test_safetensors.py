@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""rootspan.safetensors on its own (no reference library needed; Debian's
+numpy 1.24 and torch 1.13 as well as current ones): the written layout
+checked against an independent reader, round trips of every element type
+each torch has, tensors that are writable (copy-on-write: the file never
+changes) and outlive their handle, closing that gives back exactly what
+nothing uses, the reference's exception types and words for bad calls and
+bad files, and no mapping left behind over 1,000 handles.
+"""
+import gc
+import json
+import os
+import struct
+import sys
+import tempfile
+import threading
+import unittest
+
+try:
+    import numpy
+    import torch
+except ImportError as missing:
+    print(f"skipped: {missing} (the safetensors drop-in suite needs numpy and torch)")
+    sys.exit(77)
+
+import rootspan.safetensors as safetensors
+from rootspan.safetensors import SafetensorError, safe_open
+from rootspan.safetensors import numpy as st_numpy
+from rootspan.safetensors import torch as st_torch
+from support import read_safetensors
+
+
+def mappings_of(path):
+    """How many mappings of path this process has (/proc/self/maps)."""
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if line.rstrip().endswith(" " + real))
+
+
+def raw_file(path, header, data=b""):
+    """A file of an 8-byte length, header (bytes, as given) and data."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+class Folder(unittest.TestCase):
+    def setUp(self):
+        self._dir = tempfile.TemporaryDirectory()
+        self.dir = self._dir.name
+
+    def tearDown(self):
+        gc.collect()
+        self._dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+
+class Writing(Folder):
+    def test_layout_is_the_formats(self):
+        tensors = {"b": numpy.arange(3, dtype=numpy.float16), "a": numpy.ones((2, 2), numpy.int32),
+                   "flag": numpy.array([True, False]), "wide": numpy.zeros(1, numpy.float64)}
+        blob = st_numpy.save(tensors, metadata={"format": "np"})
+        (n,) = struct.unpack_from("<Q", blob)
+        self.assertEqual(n % 8, 0, "the header is padded to 8 bytes")
+        header_text = blob[8:8 + n]
+        self.assertEqual(header_text.rstrip(b" "), json.dumps(json.loads(header_text), separators=(",", ":"))
+                         .encode(), "compact JSON, spaces only as padding")
+        header = json.loads(header_text)
+        self.assertEqual(list(header), ["__metadata__", "wide", "a", "b", "flag"],
+                         "metadata first, then the widest element type first, by name within a type")
+        self.assertEqual(header["a"], {"dtype": "I32", "shape": [2, 2], "data_offsets": [8, 24]})
+        path = self.path("m.safetensors")
+        st_numpy.save_file(tensors, path, metadata={"format": "np"})
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), blob, "save and save_file write the same bytes")
+        for name, (dtype, shape, data) in read_safetensors(path).items():
+            self.assertEqual(data, numpy.ascontiguousarray(tensors[name]).tobytes(), name)
+
+    def test_non_contiguous_and_big_endian_arrays_are_written_in_c_order_little_endian(self):
+        base = numpy.arange(12, dtype=">i4").reshape(3, 4)
+        blob = st_numpy.save({"t": base.T})
+        self.assertTrue(numpy.array_equal(st_numpy.load(blob)["t"], base.T))
+
+    def test_torch_refuses_shared_sparse_and_non_contiguous_tensors(self):
+        a = torch.zeros(4)
+        with self.assertRaisesRegex(RuntimeError, "Some tensors share memory"):
+            st_torch.save({"a": a, "b": a[:2]})
+        with self.assertRaisesRegex(ValueError, "non contiguous tensor: `t`"):
+            st_torch.save({"t": torch.zeros(2, 3).T})
+        with self.assertRaisesRegex(ValueError, r"Key `x` is invalid, expected torch.Tensor"):
+            st_torch.save({"x": [1, 2]})
+
+    def test_tensor_spec_and_serialize_refuse_wrong_input(self):
+        with self.assertRaisesRegex(SafetensorError, 'Unknown dtype "floaty"'):
+            safetensors.TensorSpec(dtype="floaty", shape=[1], data_ptr=0, data_len=4)
+        with self.assertRaisesRegex(SafetensorError, "invalid shape, data type, or offset"):
+            safetensors.serialize({"a": {"dtype": "float32", "shape": [2], "data": b"\0" * 4}})
+        with self.assertRaises(SafetensorError):  # also a TypeError, as another release raised
+            safetensors.serialize({"a": {"dtype": "float32", "shape": [1]}})
+        with self.assertRaisesRegex(TypeError, "'int' object is not an instance of 'str'"):
+            st_numpy.save({"a": numpy.zeros(1)}, metadata={"k": 1})
+        spec = safetensors.TensorSpec(dtype="float4_e2m1fn_x2", shape=[2, 2], data_ptr=0, data_len=4)
+        self.assertEqual((spec.dtype, spec.shape), ("F4", [2, 4]), "F4's logical shape doubles the last dimension")
+
+
+class Reading(Folder):
+    def test_every_element_type_torch_has_round_trips(self):
+        tensors = {"f32": torch.randn(3, 2), "f16": torch.randn(4).half(), "bf16": torch.randn(5).bfloat16(),
+                   "bool": torch.tensor([True, False, True]), "c64": torch.randn(2, dtype=torch.complex64),
+                   "i64": torch.arange(4), "u8": torch.arange(5, dtype=torch.uint8),
+                   "scalar": torch.tensor(2.5), "empty": torch.zeros(2, 0)}
+        for name in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "uint16", "uint32", "uint64"):
+            if hasattr(torch, name):
+                tensors[name] = torch.zeros(3).to(getattr(torch, name))
+        path = self.path("all.safetensors")
+        st_torch.save_file(tensors, path)
+        loaded = st_torch.load_file(path)
+        self.assertEqual(set(loaded), set(tensors))
+        for name, tensor in tensors.items():
+            got = loaded[name]
+            self.assertEqual((got.dtype, got.shape), (tensor.dtype, tensor.shape), name)
+            self.assertEqual(got.reshape(-1).view(torch.uint8).tolist(), tensor.reshape(-1).view(torch.uint8).tolist(),
+                             name)
+        self.assertEqual(st_torch.load(st_torch.save(tensors))["bf16"].tolist(), tensors["bf16"].tolist())
+
+    def test_a_type_this_torch_lacks_is_refused_by_name(self):
+        path = self.path("u16.safetensors")
+        st_numpy.save_file({"w": numpy.arange(3, dtype=numpy.uint16)}, path)
+        if hasattr(torch, "uint16"):
+            self.assertEqual(st_torch.load_file(path)["w"].tolist(), [0, 1, 2])
+        else:
+            with self.assertRaisesRegex(SafetensorError, r"U16 is torch.uint16, which torch .* lacks \(torch 2.3"):
+                st_torch.load_file(path)
+        self.assertEqual(st_numpy.load_file(path)["w"].tolist(), [0, 1, 2])
+
+    def test_keys_metadata_and_null_metadata(self):
+        path = self.path("k.safetensors")
+        st_numpy.save_file({"b": numpy.zeros(2, numpy.uint8), "a": numpy.zeros(1, numpy.float32)}, path)
+        with safe_open(path, framework="np") as f:
+            self.assertEqual(f.keys(), ["a", "b"])
+            self.assertEqual(f.offset_keys(), ["a", "b"])
+            self.assertIsNone(f.metadata())
+        st_numpy.save_file({"a": numpy.zeros(1, numpy.float32)}, path, metadata={})
+        with safe_open(path, framework="np") as f:
+            self.assertEqual(f.metadata(), {})
+        header = b'{"__metadata__":null,"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+        with safe_open(raw_file(self.path("mlx.safetensors"), header, b"\0" * 4), framework="pt") as f:
+            self.assertIsNone(f.metadata(), "an MLX adapter's null metadata is no metadata")
+            self.assertEqual(f.get_tensor("w").tolist(), [0.0])
+
+    def test_slices(self):
+        path = self.path("s.safetensors")
+        a = numpy.arange(50, dtype=numpy.float32).reshape(10, 5)
+        st_numpy.save_file({"a": a}, path)
+        for framework in ("np", "pt"):
+            with safe_open(path, framework=framework) as f:
+                view = f.get_slice("a")
+            self.assertEqual((view.get_shape(), view.get_dtype()), ([10, 5], "F32"))
+            for index in (numpy.s_[:2], numpy.s_[:, 1:3], numpy.s_[2:, -1], numpy.s_[..., 4], numpy.s_[1:9:3]):
+                got = view[index]
+                self.assertEqual(numpy.asarray(got).tolist(), a[index].tolist(), (framework, index))
+        with safe_open(path, framework="np") as f:
+            view = f.get_slice("a")
+            with self.assertRaisesRegex(SafetensorError, r"Error during slicing \[2:, 20\] with shape \[10, 5\]: "
+                                                         r"index 20 out of bounds for tensor dimension #1 of size 5"):
+                view[2:, 20]
+            with self.assertRaisesRegex(SafetensorError, "Invalid index -6 for dimension 1 of size 5"):
+                view[2:, -6]
+            self.assertEqual(f.get_strided_slice("a", 1, [(3, 5), (0, 1)]).tolist(),
+                             numpy.concatenate([a[:, 3:5], a[:, 0:1]], axis=1).tolist())
+
+
+class TensorParallelTypes(Folder):
+    def test_load_shard_hands_torch_every_type_it_has(self):
+        import rootspan.torch
+        tensors = {"flag": torch.tensor([True, False, True, True]), "w": torch.arange(8.0).reshape(4, 2)}
+        if hasattr(torch, "float8_e4m3fn"):
+            tensors["f8"] = torch.ones(4, 2).to(torch.float8_e4m3fn)
+        path = self.path("tp.safetensors")
+        st_torch.save_file(tensors, path)
+        for strategy in ("read", "mmap"):
+            shard = rootspan.torch.load_shard(path, 1, 2, split={"*": 0}, strategy=strategy)
+            for name, tensor in tensors.items():
+                self.assertEqual(shard[name].dtype, tensor.dtype, name)
+                self.assertEqual(shard[name].reshape(-1).view(torch.uint8).tolist(),
+                                 tensor[2:].reshape(-1).view(torch.uint8).tolist(), (strategy, name))
+
+
+class WritableAndKept(Folder):
+    def write(self):
+        path = self.path("w.safetensors")
+        st_numpy.save_file({"w": numpy.arange(1024, dtype=numpy.float32), "v": numpy.ones(7, numpy.int64)}, path)
+        with open(path, "rb") as f:
+            return path, f.read()
+
+    def test_writes_change_the_tensor_never_the_file(self):
+        path, original = self.write()
+        for framework in ("np", "pt"):
+            with safe_open(path, framework=framework) as f:
+                w = f.get_tensor("w")
+                w[:] = 7  # a torch user's first in-place update; must not crash
+                self.assertEqual(float(f.get_tensor("w")[3]), 7.0, "one handle's tensors share memory")
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), original, f"{framework}: the file is unchanged")
+            with safe_open(path, framework=framework) as f:
+                self.assertEqual(float(f.get_tensor("w")[3]), 3.0, "a new handle sees the file's bytes")
+
+    def test_tensors_outlive_the_handle_and_the_with_block(self):
+        path, _ = self.write()
+        with safe_open(path, framework="pt") as f:
+            w = f.get_tensor("w")
+            array = safe_open(path, framework="np").get_tensor("v")
+        gc.collect()
+        self.assertEqual(w.sum().item(), sum(range(1024)))
+        w.add_(1)
+        self.assertEqual(array.tolist(), [1] * 7)
+        self.assertGreater(mappings_of(path), 0)
+        del w, array
+        gc.collect()
+        self.assertEqual(mappings_of(path), 0, "the last tensor gone, the file is unmapped")
+
+    def test_closing_keeps_only_what_is_used(self):
+        path, _ = self.write()
+        f = safe_open(path, framework="np")
+        kept = f.get_tensor("v")
+        f.get_tensor("w")  # dropped at once
+        weights = f._weights
+        f.__exit__(None, None, None)
+        released = weights._wstate.released
+        self.assertEqual(sorted(c.source_name for c in weights._components if not released[c.index]), ["v"])
+        with self.assertRaisesRegex(SafetensorError, "File is closed"):
+            f.get_tensor("v")
+        self.assertEqual(kept.tolist(), [1] * 7)
+
+    def test_a_thousand_handles_leave_no_mapping(self):
+        path, _ = self.write()
+        before = mappings_of(path)
+        for _ in range(1000):
+            with safe_open(path, framework="pt") as f:
+                f.get_tensor("w").sum()
+        gc.collect()
+        self.assertEqual(mappings_of(path), before)
+
+    def test_threads_reading_while_a_handle_closes(self):
+        path, _ = self.write()
+        for _ in range(20):
+            f = safe_open(path, framework="np")
+            f.get_tensor("w")
+            errors = []
+
+            def read():
+                try:
+                    for _ in range(50):
+                        f.get_tensor("v")
+                except SafetensorError as e:  # closed under it: refused, never freed memory
+                    if "File is closed" not in str(e):
+                        errors.append(e)
+            threads = [threading.Thread(target=read) for _ in range(2)]
+            for t in threads:
+                t.start()
+            f.__exit__(None, None, None)
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+
+
+class BadInput(Folder):
+    def test_arguments(self):
+        path = self.path("a.safetensors")
+        st_numpy.save_file({"a": numpy.zeros(1, numpy.float32)}, path)
+        with self.assertRaisesRegex(SafetensorError, "framework jaxx is invalid"):
+            safe_open(path, framework="jaxx")
+        with self.assertRaisesRegex(SafetensorError, "device gpu is invalid"):
+            safe_open(path, framework="pt", device="gpu")
+        with self.assertRaisesRegex(SafetensorError, "Device cuda:0 is not supported for framework numpy"):
+            safe_open(path, framework="np", device="cuda")
+        with self.assertRaisesRegex(SafetensorError, 'backend "fast" is invalid'):
+            safe_open(path, framework="np", backend="fast")
+        with self.assertRaisesRegex(FileNotFoundError, "No such file or directory: .*nothere"):
+            safe_open(self.path("nothere"), framework="np")
+        with self.assertRaises(TypeError):
+            safe_open(b"a.safetensors", framework="np")
+        with self.assertRaises(TypeError):
+            safe_open(path, framework=3)
+        with safe_open(path, framework="np") as f:
+            with self.assertRaisesRegex(SafetensorError, "File does not contain tensor b"):
+                f.get_tensor("b")
+
+    def test_headers_are_refused_with_the_reference_words(self):
+        def entry(shape, offsets):
+            text = json.dumps({"a": {"dtype": "F32", "shape": shape, "data_offsets": offsets}}).encode()
+            return struct.pack("<Q", len(text)) + text
+
+        cases = {
+            "header too small": b"\x01\x02",
+            "header too large": struct.pack("<Q", 10 ** 9) + b"{}",
+            "invalid header length": struct.pack("<Q", 100) + b"{}",
+            "incomplete metadata, file not fully covered": entry([2], [0, 8]) + b"\0" * 4,
+            "invalid offset for tensor `a`": entry([2], [4, 12]) + b"\0" * 12,
+            "invalid shape, data type, or offset for tensor": entry([3], [0, 8]) + b"\0" * 8,
+            "invalid JSON in header": struct.pack("<Q", 2) + b"{x",
+        }
+        for words, blob in cases.items():
+            path = self.path("bad.safetensors")
+            with open(path, "wb") as f:
+                f.write(blob)
+            with self.assertRaises(SafetensorError, msg=words) as caught:
+                safe_open(path, framework="np")
+            self.assertEqual(str(caught.exception).split(": ", 1)[0], "Error while deserializing header", words)
+            self.assertIn(words, str(caught.exception))
+            self.assertIsNotNone(caught.exception.__cause__, "rootspan's own error stays attached")
+            with self.assertRaisesRegex(SafetensorError, "Error while deserializing: " + words.split(" `")[0]):
+                safetensors.deserialize(blob)
+
+    def test_stricter_rules_say_so(self):
+        header = b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],' \
+                 b'"data_offsets":[0,4]}}'
+        path = raw_file(self.path("dup.safetensors"), header + b" " * (-len(header) % 8), b"\0" * 4)
+        with self.assertRaisesRegex(SafetensorError, "rootspan refuses what the reference library accepts.*"
+                                                     "duplicate key"):
+            safe_open(path, framework="np")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Python suite under today's numpy and torch (CI runs it after the main
+# pass; Debian's numpy 1.24 and torch 1.13 run it inside `meson test`):
+#   1. a virtual environment from bindings/python/requirements.txt (pip's
+#      cache serves later runs; ROOTSPAN_VENV names another folder);
+#   2. the package from the source tree over BUILD_DIR's library: every
+#      bindings/python/tests file, the parity tests against the reference
+#      safetensors among them (test_library, the install test, runs in the
+#      main pass only);
+#   3. `pip install .` into a second, fresh environment: the wheel's own
+#      library, plugins, manifest and `rootspan` command, with no
+#      environment variable set.
+# Usage: tools/test-python-venv.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="$(realpath "${1:-build}")"
+venv="${ROOTSPAN_VENV:-$build/python-venv}"
+python="${ROOTSPAN_VENV_PYTHON:-/usr/bin/python3}"
+
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check -r bindings/python/requirements.txt
+
+echo "== Python suite, source tree, $("$venv/bin/python" -c 'import numpy, torch, safetensors; print(f"numpy {numpy.__version__}, torch {torch.__version__}, safetensors {safetensors.__version__}")')"
+tests=()
+for t in bindings/python/tests/test_*.py; do
+  [ "$(basename "$t")" = test_library.py ] || tests+=("$t")
+done
+PYTHONPATH="$PWD/bindings/python:$PWD/bindings/python/tests" \
+  ROOTSPAN_LIBRARY="$build/librootspan.so" \
+  ROOTSPAN_EXAMPLE_CHECKPOINT="$build/tools/example-checkpoint" \
+  ROOTSPAN_BUILD_ROOT="$build" \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
+
+echo "== pip install . into a fresh environment"
+fresh="$build/python-wheel-venv"
+rm -rf "$fresh"
+"$python" -m venv "$fresh"
+# The wheel is built in a kept folder, so that a second run only rebuilds what changed.
+"$fresh/bin/pip" install --quiet --disable-pip-version-check -Cbuild-dir="$build/wheel-build" .
+(cd / && env -u ROOTSPAN_LIBRARY -u PYTHONPATH -u ROOTSPAN_MANIFEST "$fresh/bin/python" - "$build" <<'PY'
+import os, subprocess, sys
+import rootspan
+here = os.path.dirname(rootspan.__file__)
+assert rootspan.library_path().startswith(here), f"the library came from {rootspan.library_path()}, not the wheel"
+print("rootspan", rootspan.__version__, "from", here)
+with rootspan.Context() as ctx:  # the wheel's manifest, found beside its library
+    reports = {r.name: r for r in ctx.providers()}
+    assert reports["host"].state == "loaded", reports
+    assert any(m.startswith(here) for m in ctx.manifests()), ctx.manifests()
+    print("manifests:", ctx.manifests())
+command = os.path.join(os.path.dirname(sys.executable), "rootspan")
+out = subprocess.run([command, "version"], capture_output=True, text=True, check=True).stdout
+assert rootspan.__version__ in out, out
+checkpoint = os.path.join(sys.argv[1], "tools", "example-checkpoint")
+subprocess.run([command, "load", checkpoint, "--provider", "host"], check=True, stdout=subprocess.DEVNULL)
+import rootspan.safetensors.torch as st
+print("wheel: loaded", len(st.load_file(os.path.join(checkpoint, "model-00001-of-00002.safetensors"))), "tensors")
+PY
+)
