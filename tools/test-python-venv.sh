@@ -29,6 +29,7 @@ PYTHONPATH="$PWD/bindings/python:$PWD/bindings/python/tests" \
   ROOTSPAN_LIBRARY="$build/librootspan.so" \
   ROOTSPAN_EXAMPLE_CHECKPOINT="$build/tools/example-checkpoint" \
   ROOTSPAN_BUILD_ROOT="$build" \
+  ROOTSPAN_BUILD_MANIFEST="$build/config/providers-build.json" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
 
 echo "== pip install . into a fresh environment"

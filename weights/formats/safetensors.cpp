@@ -74,13 +74,14 @@ Result<TensorInfo> parse_entry(const std::string &name, const json &entry, const
   // The cause prefix, built only on a failure.
   const auto at = [&] { return tensor(name); };
   if (!entry.is_object()) return fail(at() + "entry is " + value_text(entry) + ", not an object");
+  // A missing field first: every reader refuses that; an unknown one only the strict ones.
+  for (const char *field : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(field)) return fail(at() + "missing field \"" + field + "\"");
+  }
   for (const auto &[key, _] : entry.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
       return fail(at() + "unknown field " + quoted_text(key) + " (expected dtype, shape, data_offsets)");
     }
-  }
-  for (const char *field : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(field)) return fail(at() + "missing field \"" + field + "\"");
   }
 
   TensorInfo info;

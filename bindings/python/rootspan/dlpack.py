@@ -188,9 +188,11 @@ def export(make_lease, dtype_name, shape, readonly, device, *, stream=None, max_
                           "rootspan exports only host-accessible memory through DLPack")
     versioned = max_version is not None and max_version[0] >= 1
     code, bits = dtypes.dlpack_type(dtype_name)
-    if not versioned and code > 6:
-        raise BufferError(f"{dtype_name} has a DLPack type code ({code}) that only DLPack 1.1 consumers know; "
-                          "ask with max_version=(1, 1)")
+    if code > 6 and (max_version is None or tuple(max_version) < (1, 1)):
+        asked = "a legacy (pre-1.0) capsule" if max_version is None else f"max_version={tuple(max_version)}"
+        raise BufferError(f"{dtype_name} has a DLPack type code ({code}) that only DLPack 1.1 consumers know, "
+                          f"and the consumer asked for {asked}; ask with max_version=(1, 1), or take the bytes "
+                          "(numpy(dtype=numpy.uint8); rootspan.torch and rootspan.safetensors hand torch any type)")
     if not versioned and readonly and copy is not True:
         raise BufferError(f"{what} is read-only, and a consumer asking for a legacy (pre-1.0) DLPack capsule "
                           "would import it as writable. Use .numpy() for a read-only array with no copy, or "

@@ -10,6 +10,19 @@ import rootspan
 from rootspan import dlpack
 
 EXAMPLE = os.environ.get("ROOTSPAN_EXAMPLE_CHECKPOINT", "")
+
+
+def _versioned_consumer(module, since):
+    """Whether the installed module asks __dlpack__ for a versioned capsule (numpy 2.1, torch 2.4)."""
+    try:
+        version = tuple(int(part) for part in __import__(module).__version__.split("+")[0].split(".")[:2])
+    except (ImportError, ValueError):
+        return False
+    return version >= since
+
+
+VERSIONED_NUMPY = _versioned_consumer("numpy", (2, 1))
+VERSIONED_TORCH = _versioned_consumer("torch", (2, 4))
 EXAMPLE_SCHEMA = os.path.join(EXAMPLE, "schema.json")
 
 ELEMENT_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4, "I32": 4,
