@@ -230,10 +230,11 @@ ROOTSPAN_API void rootspan_string_free(char *string);
 
 /* Validates a safetensors file held in memory, `length` bytes at `bytes`
  * (the length prefix, the header and the data section, by every rule a
- * checkpoint file on disk must meet), and describes it as one JSON document:
- * {"format": "safetensors", "bytes", "header_bytes", "metadata" (an object,
- * or null when the header has none), "tensors": [{"name", "dtype", "shape",
- * "offset", "bytes"}]}, tensors in file order, offsets counted from bytes[0].
+ * checkpoint file on disk must meet), and describes it as one compact JSON
+ * document: {"format": "safetensors", "bytes", "header_bytes", "metadata" (an
+ * object, or null when the header has none), "tensors": [[name, dtype, shape,
+ * offset, bytes], ...]}, one array per tensor in file order, offsets counted
+ * from bytes[0].
  * `name` (may be NULL: "<memory>") names the buffer in error causes. Nothing
  * is copied or kept: the caller slices its own buffer with the offsets.
  * Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation "open_checkpoint");
@@ -241,6 +242,15 @@ ROOTSPAN_API void rootspan_string_free(char *string);
  * non-zero length. *json is freed with rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_safetensors_describe(const void *bytes, size_t length, const char *name,
                                                            char **json, rootspan_error **error);
+
+/* The same for one safetensors file on disk, `path`, opened as a checkpoint
+ * file is (once, non-blocking, a regular file; only its header is read): not
+ * a folder, an index or a GGUF file. Offsets count from the file's first
+ * byte. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (a bad header, or a path that
+ * is not a regular file) or ROOTSPAN_ERR_IO (operation "open_checkpoint")
+ * naming the file; ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs.
+ * *json is freed with rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_safetensors_describe_file(const char *path, char **json, rootspan_error **error);
 
 typedef struct rootspan_inspect_options {
   size_t struct_size;

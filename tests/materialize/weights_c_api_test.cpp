@@ -519,11 +519,17 @@ TEST_F(WeightsCApiTest, AnInMemoryFileIsDescribedByTheSameRules) {
   EXPECT_EQ(document["format"], "safetensors");
   EXPECT_EQ(document["bytes"], file.bytes.size());
   ASSERT_EQ(document["tensors"].size(), 2u);
-  for (const auto &t : document["tensors"]) {
-    const auto &[offset, length] = file.tensors.at(t["name"].get<std::string>());
-    EXPECT_EQ(t["offset"], offset) << t.dump();
-    EXPECT_EQ(t["bytes"], length) << t.dump();
+  for (const auto &t : document["tensors"]) {  // [name, dtype, shape, offset, bytes]
+    const auto &[offset, length] = file.tensors.at(t[0].get<std::string>());
+    EXPECT_EQ(t[3], offset) << t.dump();
+    EXPECT_EQ(t[4], length) << t.dump();
   }
+  ASSERT_EQ(rootspan_safetensors_describe_file(file.path.c_str(), &json, &raw), ROOTSPAN_OK) << describe(raw);
+  EXPECT_EQ(nlohmann::json::parse(json), document) << "the file on disk says the same";
+  rootspan_string_free(json);
+  ASSERT_EQ(rootspan_safetensors_describe_file(dir_.path().c_str(), &json, &raw), ROOTSPAN_ERR_INVALID_CHECKPOINT)
+      << "a folder";
+  rootspan_error_free(raw);
 
   std::vector<std::byte> cut(file.bytes.begin(), file.bytes.end() - 1);
   ASSERT_EQ(rootspan_safetensors_describe(cut.data(), cut.size(), "mem", &json, &raw), ROOTSPAN_ERR_INVALID_CHECKPOINT);

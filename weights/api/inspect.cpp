@@ -38,22 +38,32 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
   return document;
 }
 
-nlohmann::json describe_safetensors_file(const SafetensorsFile &file) {
-  nlohmann::json tensors = nlohmann::json::array();
-  for (const TensorInfo &tensor : file.header.tensors()) {
-    tensors.push_back({{"name", tensor.name},
-                       {"dtype", tensor.dtype.name},
-                       {"shape", tensor.shape},
-                       {"offset", file.data_offset() + tensor.begin},
-                       {"bytes", tensor.byte_length()}});
-  }
+std::string describe_safetensors_file(const SafetensorsFile &file) {
   nlohmann::json metadata = nullptr;
   if (file.header.has_metadata()) metadata = file.header.metadata();
-  return {{"format", "safetensors"},
-          {"bytes", file.file_size},
-          {"header_bytes", file.header_size},
-          {"metadata", metadata},
-          {"tensors", tensors}};
+  std::string out = R"({"format":"safetensors","bytes":)" + std::to_string(file.file_size) + R"(,"header_bytes":)" +
+                    std::to_string(file.header_size) + R"(,"metadata":)" + metadata.dump() + R"(,"tensors":[)";
+  out.reserve(out.size() + file.header.tensors().size() * 64);
+  bool first = true;
+  for (const TensorInfo &tensor : file.header.tensors()) {
+    out += first ? "[" : ",[";
+    first = false;
+    out += nlohmann::json(tensor.name).dump();  // escaped as JSON wants
+    out += ",\"";
+    out += tensor.dtype.name;  // a table name: nothing to escape
+    out += "\",[";
+    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
+      if (i != 0) out += ',';
+      out += std::to_string(tensor.shape[i]);
+    }
+    out += "],";
+    out += std::to_string(file.data_offset() + tensor.begin);
+    out += ',';
+    out += std::to_string(tensor.byte_length());
+    out += ']';
+  }
+  out += "]}";
+  return out;
 }
 
 nlohmann::json describe_resolved_schema(const std::filesystem::path &schema_path, const ResolvedSchema &schema) {

@@ -11,11 +11,13 @@ namespace rootspan::weights {
 
 nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Checkpoint &checkpoint);
 
-// One safetensors file held in memory (rootspan_safetensors_describe):
-// {"format": "safetensors", "bytes", "header_bytes", "metadata" (null when
-// the header has none), "tensors": [{"name", "dtype", "shape", "offset",
-// "bytes"}]} in file order, offsets counted from the file's first byte.
-nlohmann::json describe_safetensors_file(const SafetensorsFile &file);
+// One safetensors file (rootspan_safetensors_describe and _describe_file), as
+// compact JSON text: {"format": "safetensors", "bytes", "header_bytes",
+// "metadata" (null when the header has none), "tensors": [[name, dtype,
+// shape, offset, bytes], ...]} in file order, offsets counted from the file's
+// first byte. Written straight to text, with one array per tensor: a reader
+// of 10,000 tensors builds no tree of 10,000 objects on either side.
+std::string describe_safetensors_file(const SafetensorsFile &file);
 
 // A schema resolved against a checkpoint without loading it (`rootspan
 // inspect --schema`): {"path", "components": [{"id", "role", "sources",

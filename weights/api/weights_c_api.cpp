@@ -388,7 +388,18 @@ rootspan_status rootspan_safetensors_describe(const void *bytes, size_t length, 
     const std::span<const std::byte> file(static_cast<const std::byte *>(bytes), length);
     auto parsed = weights::parse_safetensors(file, name == nullptr ? "<memory>" : name);
     if (!parsed) return parsed.error();
-    *json = c_string(weights::describe_safetensors_file(parsed.value()).dump());
+    *json = c_string(weights::describe_safetensors_file(parsed.value()));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_safetensors_describe_file(const char *path, char **json, rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
+  *json = nullptr;
+  return guarded(error, "open_checkpoint", [&]() -> Result<void> {
+    auto opened = weights::open_safetensors(std::filesystem::path(path));
+    if (!opened) return opened.error();
+    *json = c_string(weights::describe_safetensors_file(opened.value()));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

@@ -199,5 +199,6 @@ PROTOTYPES = {
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
+    "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_string_free": (None, [c_void_p]),
 }

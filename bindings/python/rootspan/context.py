@@ -74,7 +74,7 @@ class _ContextState:
         """A claim or mapping went: finish a close that was waiting for it."""
         owner = root._owner
         if owner is not None and owner.pending:
-            owner.release_unused()
+            owner.release_one(root._owner_index)
         if self.closing and self.leases == 0:
             self.destroy()
 

@@ -28,10 +28,18 @@ def inspect(path):
     return _json(lib, lib.rootspan_checkpoint_inspect, os.fsencode(path))
 
 
+def describe_safetensors_file(path):
+    """The description of one safetensors file: {"format", "bytes", "header_bytes", "metadata" (None when the
+    header has none), "tensors": [[name, dtype, shape, offset, bytes], ...]} in file order."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be str or os.PathLike, got {type(path).__name__} {path!r}")
+    lib = _library.get()
+    return _json(lib, lib.rootspan_safetensors_describe_file, os.fsencode(path))
+
+
 def describe_safetensors(data, name="<memory>"):
-    """The description of a safetensors file held in a bytes-like object: {"format", "bytes", "header_bytes",
-    "metadata" (None when the header has none), "tensors": [{"name", "dtype", "shape", "offset", "bytes"}]}, with
-    offsets into data. Nothing is copied."""
+    """describe_safetensors_file for a file held in a bytes-like object, offsets into data. Nothing is
+    copied."""
     view = memoryview(data).cast("B")
     lib = _library.get()
     if view.readonly:

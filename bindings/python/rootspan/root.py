@@ -110,6 +110,7 @@ class Root(_Exportable):
         self._state = context._state
         self._handle = handle
         self._owner = owner  # the weights that own this root, or None
+        self._owner_index = None  # the component it is, when owned
         self._state.children.add(self)
 
     def _live(self, operation):

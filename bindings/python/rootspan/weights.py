@@ -45,31 +45,45 @@ class _WeightsState:
         self.context_state = context._state
         self.handle = handle
         self.released = [False] * count  # component index -> its root went back
+        self.unreleased = count
         self.roots = [None] * count  # component index -> weakref to its Root object, to invalidate it
         self.pending = False  # closed: release each root as soon as nothing uses it
         context._state.weights.add(self)
 
     def release_unused(self):
-        """Releases each root nothing claims, and frees the handle once all are released. Quiet: a root
-        still in use (Busy) is released when its last consumer lets go (ContextState.after_release)."""
+        """Releases every root nothing claims, and frees the handle once all are released. Quiet: a root
+        still in use (Busy) is released when its last consumer lets go (release_one)."""
+        with self.context_state.lock:
+            for index in range(len(self.released)):
+                if not self._release(index):
+                    break
+
+    def release_one(self, index):
+        """The last consumer of component index let go: release its root (and the handle after the last)."""
+        with self.context_state.lock:
+            self._release(index)
+
+    def _release(self, index):
+        """Tries to release one root, holding the lock; False once there is nothing left to release."""
         state = self.context_state
-        with state.lock:
-            if self.handle is None:
-                return
-            if state.handle is None:  # the context was destroyed: it released everything
-                self.handle = None
-                return
-            lib = state.lib
-            for index, released in enumerate(self.released):
-                if released:
-                    continue
-                if lib.rootspan_weights_release_component(self.handle, index, None) == _abi.OK:
-                    self._invalidate(index)
-            if all(self.released):
-                lib.rootspan_weights_free(self.handle, None)
-                self.handle = None
+        if self.handle is None:
+            return False
+        if state.handle is None:  # the context was destroyed: it released everything
+            self.handle = None
+            return False
+        lib = state.lib
+        if not self.released[index] and \
+                lib.rootspan_weights_release_component(self.handle, index, None) == _abi.OK:
+            self._invalidate(index)
+        if self.unreleased == 0:
+            lib.rootspan_weights_free(self.handle, None)
+            self.handle = None
+            return False
+        return True
 
     def _invalidate(self, index):
+        if not self.released[index]:
+            self.unreleased -= 1
         self.released[index] = True
         root = self.roots[index]() if self.roots[index] is not None else None
         if root is not None:
@@ -118,12 +132,14 @@ class Component(_Exportable):
         self.id = _text(info.id)
         self.source_name = _text(info.source_name)  # the checkpoint's own name of its (first) tensor
         self.root = Root(weights._context, info.root, owner=self._wstate)
+        self.root._owner_index = index
         self._wstate.roots[index] = weakref.ref(self.root)
         self._lease = None  # weakref to the lease every export of this component shares
         self.nbytes = info.byte_length
         self.segments = info.segments
         self.zero_copy = bool(info.zero_copy)
         self.read_only = bool(info.read_only)
+        self._dtype_code = info.dtype
         self.dtype = dtypes.name(info.dtype)
         self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
         lib = weights._context._state.lib
@@ -158,9 +174,9 @@ class Component(_Exportable):
                 return lease
             self._live("export")
             writable = not self.read_only
-            claim = self.root.claim(exclusive=writable)
+            claim = self.root.claim(0, self.nbytes, exclusive=writable)
             try:
-                lease = claim._lease(_abi.DTYPE_NONE, 0, claim.span.length, write=writable, own_claim=True)
+                lease = claim._lease(self._dtype_code, 0, self.nbytes, write=writable, own_claim=True)
             except BaseException:
                 claim._release_quietly()
                 raise

@@ -187,6 +187,5 @@ def deserialize(data):
     except _core_errors.Error as e:
         raise from_core(e, DESERIALIZING) from e
     view = memoryview(data)
-    return [(t["name"], {"shape": t["shape"], "dtype": t["dtype"],
-                         "data": bytearray(view[t["offset"]:t["offset"] + t["bytes"]])})
-            for t in description["tensors"]]
+    return [(name, {"shape": shape, "dtype": dtype, "data": bytearray(view[offset:offset + nbytes])})
+            for name, dtype, shape, offset, nbytes in description["tensors"]]

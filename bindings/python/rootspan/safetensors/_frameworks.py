@@ -85,8 +85,11 @@ def to_torch(component, code, shape):
     storage_shape = torch_storage_shape(code, shape)
     if component is None:
         return torch.empty(storage_shape, dtype=dtype)  # no bytes to share
-    if component.read_only:  # legacy consumers have no read-only mark: a writable copy
+    if component.read_only:  # torch has no read-only tensors: a writable copy
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component).__dlpack__(copy=True))
+    elif _memory.numpy is not None:  # a numpy view torch keeps alive, and with it the lease: no copy, and
+        lease = component._export_lease()  # far cheaper than a DLPack round trip per tensor
+        flat = torch.from_numpy(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False))
     else:
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component))
     return flat.view(dtype).reshape(storage_shape)

@@ -1,7 +1,7 @@
 """safe_open: one safetensors file, its tensors handed out as numpy arrays or torch tensors.
 
-Opening validates the header through rootspan's core (rootspan_checkpoint_inspect)
-and reads nothing else; the first tensor asked for loads the file through
+Opening validates the header through rootspan's core
+(rootspan_safetensors_describe_file) and reads nothing else; the first tensor asked for loads the file through
 the core as well: mapped copy-on-write (backend "mmap") or read into memory
 (backend "pread"), every tensor one root. Tensors are zero-copy views of
 those roots and writable: a write changes this process's copy of a page,
@@ -12,7 +12,7 @@ import os
 import threading
 
 from rootspan import errors as _core_errors
-from rootspan.inspect import inspect as _inspect
+from rootspan.inspect import describe_safetensors_file
 from rootspan.safetensors import _frameworks, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core
 
@@ -116,21 +116,15 @@ class safe_open:
         self._read_header()
 
     def _read_header(self):
-        if self._path.endswith(".index.json"):
-            raise SafetensorError(f"Error while deserializing header: {self._path} is a shard index, not a "
-                                  "safetensors file: open each shard it names")
         try:
-            description = _inspect(self._path)
+            description = describe_safetensors_file(self._path)
         except _core_errors.Error as e:
-            if e.name in ("InvalidCheckpoint",):
+            if e.name == "InvalidCheckpoint":
                 raise from_core(e) from e
             raise SafetensorError(f"Error while deserializing header: {e}") from e
-        if description.get("format") != "safetensors" or len(description.get("shards", ())) != 1:
-            raise SafetensorError(f"Error while deserializing header: {self._path} is a "
-                                  f"{description.get('format', 'unknown')} file, not a safetensors file")
-        self._metadata = description["shards"][0].get("metadata")
+        self._metadata = description["metadata"]
         # name -> (dtype code, shape, absolute offset, bytes), in file order
-        self._tensors = {t["name"]: (t["dtype"], t["shape"], t["offset"], t["bytes"]) for t in description["tensors"]}
+        self._tensors = {t[0]: tuple(t[1:]) for t in description["tensors"]}
 
     # ---- the reference's methods ---------------------------------------------------------------
 
