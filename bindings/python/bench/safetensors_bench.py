@@ -7,7 +7,8 @@ usage: PYTHONPATH=bindings/python ROOTSPAN_LIBRARY=build/librootspan.so \\
 Each measure runs R rounds (default 5) alternating the two libraries, and
 reports the median and the slowest in milliseconds, and the ratio
 drop-in / reference of the medians (below 1: the drop-in is faster):
-  - open + keys: safe_open and keys() of a file of 10,000 small tensors;
+  - open + keys: safe_open and keys() of a file of 10,000 small tensors,
+    and load_file (torch) of that file;
   - load_file numpy / torch: every tensor of a file of one N GiB F32 tensor
     (default 1), as numpy arrays and as torch tensors, without touching them;
   - get_slice 1/8: an eighth of the rows of that tensor, as torch;
@@ -73,6 +74,7 @@ def main():
         def measures(module, np_module, pt_module):
             return {
                 "open + keys (10,000 tensors)": lambda: keys(module, many),
+                "load_file torch (10,000 tensors)": lambda: pt_module.load_file(many),
                 f"load_file numpy ({args.gib:g} GiB)": lambda: np_module.load_file(big),
                 f"load_file torch ({args.gib:g} GiB)": lambda: pt_module.load_file(big),
                 "get_slice 1/8 of the rows (torch)": lambda: module.safe_open(big, framework="pt").get_slice("w")[
