@@ -123,6 +123,10 @@ class LoadOptions(Structure):
                 ("copy_on_write", c_int32)]
 
 
+class InspectOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("schema_path", c_char_p), ("revision", c_char_p)]
+
+
 class ComponentInfo(Structure):
     _fields_ = [("struct_size", c_size_t), ("id", c_char_p), ("root", c_void_p), ("byte_length", c_uint64),
                 ("segments", c_uint64), ("zero_copy", c_int32),
@@ -198,6 +202,8 @@ PROTOTYPES = {
     "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
+    "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),
+                                                           _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_string_free": (None, [c_void_p]),

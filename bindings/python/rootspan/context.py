@@ -73,7 +73,7 @@ class _ContextState:
     def after_release(self, root):
         """A claim or mapping went: finish a close that was waiting for it."""
         owner = root._owner
-        if owner is not None and owner.pending:
+        if owner is not None and owner.given_up[root._owner_index]:
             owner.release_one(root._owner_index)
         if self.closing and self.leases == 0:
             self.destroy()

@@ -8,7 +8,7 @@ import ctypes
 import json
 import os
 
-from . import _library, errors
+from . import _abi, _library, errors
 
 
 def _json(lib, fn, *args):
@@ -20,12 +20,17 @@ def _json(lib, fn, *args):
         lib.rootspan_string_free(out.value)
 
 
-def inspect(path):
-    """The description of the checkpoint at path (a file, folder, index file or cache repository)."""
+def inspect(path, revision=None):
+    """The description of the checkpoint at path (a file, folder, index file or cache repository; revision:
+    the branch, tag or commit of a cache repository, None: the one refs/main names)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be str or os.PathLike, got {type(path).__name__} {path!r}")
+    if revision is not None and not isinstance(revision, str):
+        raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
     lib = _library.get()
-    return _json(lib, lib.rootspan_checkpoint_inspect, os.fsencode(path))
+    options = _abi.sized(_abi.InspectOptions)
+    options.revision = None if revision is None else revision.encode()
+    return _json(lib, lib.rootspan_checkpoint_inspect_with_options, os.fsencode(path), ctypes.byref(options))
 
 
 def describe_safetensors_file(path):

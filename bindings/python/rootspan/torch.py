@@ -1,20 +1,67 @@
-"""rootspan for torch engines: each rank of a tensor-parallel job loads only its slice.
+"""rootspan for torch: checkpoints as tensors, for models and for engines.
 
-    import torch.distributed as dist
     import rootspan.torch
+    state = rootspan.torch.load("model/")                 # {name: tensor}, any location rootspan reads
+    model.load_state_dict(state, assign=True)             # the model uses the loaded memory itself
+    for name, tensor in rootspan.torch.iter_tensors("model/"):   # an engine's weight iterator
+        ...
+
     shard = rootspan.torch.load_shard("model/", dist.get_rank(), dist.get_world_size(),
                                       split={"*.q_proj.weight": 0, "*.o_proj.weight": 1})
 
-Every rank computes the same read plan from (checkpoint, schema, split,
-rank, world_size) and reads only its own bytes; the engine's process group
-does any collective. Needs torch (imported here, not by `import rootspan`).
+Tensors are zero-copy views of copy-on-write mappings on the host (writable;
+the files never change), moved to `device` when it is not the CPU. For
+tensor parallelism every rank computes the same read plan from (checkpoint,
+schema, split, rank, world_size) and reads only its own bytes; the engine's
+process group does any collective. Needs torch (imported here, not by
+`import rootspan`).
 """
 import torch
 import torch.utils.dlpack
 
 from .context import Context
 
-__all__ = ["load_shard", "load_shard_with_stats"]
+__all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "tensor_of"]
+
+
+def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False):
+    """(name, tensor) for each tensor of a checkpoint, in file order (shard by shard, by offset), the names
+    the checkpoint's own: the shape vLLM's and SGLang's weight iterators consume.
+
+    path: any location rootspan reads (a .safetensors or .gguf file, a folder, an index file, a Hugging Face
+    cache repository folder at refs/main or at revision, a split GGUF set). tensors: shell-style patterns;
+    only the tensors one matches. strategy: "mmap" (None: the default) or "read". Each tensor's memory goes
+    back as soon as the consumer drops it (a tensor moved to a device drops its host copy at once); what was
+    never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
+    blocks as uint8 of shape grid + (bytes_per_block,)."""
+    import fnmatch
+    from .inspect import inspect
+    from .safetensors import _frameworks
+    target = torch.device(device)  # raises for a device torch does not know
+    entries = inspect(path, revision)["tensors"]
+    weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "mmap", tensors=tensors,
+                                         revision=revision, read_only=read_only)
+    try:
+        by_name = {c.source_name: c for c in weights.values()}
+        for entry in entries:
+            name = entry["name"]
+            component = by_name.get(name)
+            if component is not None:
+                tensor = tensor_of(component)
+                weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
+            elif entry.get("bytes") == 0 and (tensors is None or any(fnmatch.fnmatchcase(name, p) for p in tensors)):
+                tensor = _frameworks.to_torch(None, entry["dtype"], entry["shape"])  # empty: the core makes no root
+            else:
+                continue  # not selected
+            yield name, tensor if target.type == "cpu" else tensor.to(target)
+    finally:
+        weights.close()
+
+
+def load(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False):
+    """{name: tensor} of every tensor of a checkpoint (iter_tensors' arguments), in file order: for
+    model.load_state_dict(state, assign=True), which keeps the loaded memory instead of copying it."""
+    return dict(iter_tensors(path, device, tensors, revision, strategy, read_only=read_only))
 
 
 def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read"):

@@ -47,7 +47,7 @@ class _WeightsState:
         self.released = [False] * count  # component index -> its root went back
         self.unreleased = count
         self.roots = [None] * count  # component index -> weakref to its Root object, to invalidate it
-        self.pending = False  # closed: release each root as soon as nothing uses it
+        self.given_up = [False] * count  # component index -> released as soon as nothing uses it
         context._state.weights.add(self)
 
     def release_unused(self):
@@ -103,8 +103,14 @@ class _WeightsState:
 
     def close(self):
         """Releases what nothing uses now, the rest when its last consumer goes."""
-        self.pending = True
+        self.given_up = [True] * len(self.given_up)
         self.release_unused()
+
+    def give_up(self, index):
+        """Releases one component's root as soon as nothing uses it (now, if nothing does)."""
+        with self.context_state.lock:
+            self.given_up[index] = True
+            self._release(index)
 
     def __del__(self):
         try:
@@ -139,8 +145,9 @@ class Component(_Exportable):
         self.segments = info.segments
         self.zero_copy = bool(info.zero_copy)
         self.read_only = bool(info.read_only)
-        self._dtype_code = info.dtype
         self.dtype = dtypes.name(info.dtype)
+        # What its root is mapped as: its element type, or bytes for the sub-byte types (their roots are untyped).
+        self._map_code = info.dtype if dtypes.bits(self.dtype) % 8 == 0 else _abi.DTYPE_NONE
         self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
         lib = weights._context._state.lib
         self.role = _text(lib.rootspan_role_name(info.role))
@@ -176,7 +183,7 @@ class Component(_Exportable):
             writable = not self.read_only
             claim = self.root.claim(0, self.nbytes, exclusive=writable)
             try:
-                lease = claim._lease(self._dtype_code, 0, self.nbytes, write=writable, own_claim=True)
+                lease = claim._lease(self._map_code, 0, self.nbytes, write=writable, own_claim=True)
             except BaseException:
                 claim._release_quietly()
                 raise

@@ -188,6 +188,29 @@ class TensorParallelTypes(Folder):
                                  tensor[2:].reshape(-1).view(torch.uint8).tolist(), (strategy, name))
 
 
+class TorchLoad(Folder):
+    def test_iter_tensors_yields_file_order_and_gives_each_tensor_back_when_dropped(self):
+        import rootspan.torch
+        path = self.path("it.safetensors")
+        st_torch.save_file({"b": torch.ones(1024), "a": torch.zeros(2, 0), "c": torch.arange(4),
+                            "odd name!": torch.ones(2)}, path)
+        with safe_open(path, framework="np") as f:
+            order = f.offset_keys()
+        iterator = rootspan.torch.iter_tensors(path)
+        name, first = next(iterator)  # kept
+        seen = [name] + [name for name, _ in iterator]  # each of the others dropped at once
+        self.assertEqual(seen, order, "file order, the file's own names (one that is not an id included)")
+        gc.collect()
+        self.assertGreater(mappings_of(path), 0, "the first tensor is still held")
+        self.assertEqual(first.numpy().tobytes(), read_safetensors(path)[seen[0]][2], "the bytes of the file")
+        del first
+        gc.collect()
+        self.assertEqual(mappings_of(path), 0, "every tensor dropped, nothing of the file is left")
+        loaded = rootspan.torch.load(path, tensors=["b", "c"])
+        self.assertEqual(list(loaded), [n for n in order if n in ("b", "c")])
+        self.assertEqual(rootspan.torch.load(path)["a"].shape, (2, 0))
+
+
 class WritableAndKept(Folder):
     def write(self):
         path = self.path("w.safetensors")
