@@ -48,7 +48,7 @@ def describe_safetensors(data, name="<memory>"):
     view = memoryview(data).cast("B")
     lib = _library.get()
     if view.readonly:
-        keep = ctypes.c_char_p(view.tobytes()) if not isinstance(data, bytes) else ctypes.c_char_p(data)
+        keep = ctypes.c_char_p(data if isinstance(data, bytes) else view.tobytes())  # bytes: no copy
         address = ctypes.cast(keep, ctypes.c_void_p)
     else:
         keep = (ctypes.c_char * view.nbytes).from_buffer(view) if view.nbytes else None

@@ -96,8 +96,8 @@ def tensor_of(component):
     torch as uint8 and are viewed as the element type, so that types torch cannot import by DLPack code
     (bool, the 8-bit floats in torch 1.13) still load. A block-quantized component is uint8 of shape
     grid + (bytes_per_block,)."""
-    from .safetensors import _frameworks
-    code = "C64" if component.dtype == "C32" else component.dtype  # the format's name of complex64
+    from .safetensors import _dtypes, _frameworks
+    code = _dtypes.BY_ROOTSPAN[component.dtype].code  # the format's name ("C64" for rootspan's C32)
     shape = component.shape
     if component.encoding == "block_quantized":
         shape = shape + (component.bytes_per_block,)
