@@ -68,7 +68,8 @@ const char *status_name(rootspan_status status) {
                                            "InvalidCheckpoint",
                                            "InvalidSchema",
                                            "InvalidPayload",
-                                           "Cancelled"};
+                                           "Cancelled",
+                                           "DigestMismatch"};
   if (status < 0 || static_cast<std::size_t>(status) >= std::size(kNames)) return "Unknown";
   return kNames[status];
 }

@@ -100,7 +100,8 @@ struct SliceArgs {
   std::optional<std::uint32_t> world_size;                  // 0 included, which the library refuses
   std::vector<std::string> split_texts;                     // as given
   std::vector<std::pair<std::string, std::int32_t>> rules;  // parsed by check_slice_args
-  bool given() const { return rank || world_size || !split_texts.empty(); }
+  std::optional<std::string> convention;                    // --split-as: "tensor_split" or "chunk"
+  bool given() const { return rank || world_size || !split_texts.empty() || convention; }
 };
 void add_slice_options(CLI::App &app, SliceArgs &slice);
 // Parses the --split rules; returns what is wrong (a malformed rule, --rank

@@ -16,6 +16,12 @@ void add_slice_options(CLI::App &app, SliceArgs &slice) {
       ->type_name("PATTERN=DIM")
       ->allow_extra_args(false)
       ->group(kGroup);
+  app.add_option("--split-as", slice.convention,
+                 "how an uneven dimension is shared: tensor_split (the default: the first n % W ranks take one "
+                 "more) or chunk (each rank takes ceil(n / W), the last what is left, as torch's DTensor Shard)")
+      ->check(CLI::IsMember({"tensor_split", "chunk"}))
+      ->type_name("CONVENTION")
+      ->group(kGroup);
 }
 
 std::string check_slice_args(SliceArgs &slice) {
@@ -33,7 +39,7 @@ std::string check_slice_args(SliceArgs &slice) {
       return "--split " + text + ": DIM is a dimension (0, 1, ...) or -1 / replicate, not '" + dim + "'";
     }
   }
-  if (slice.given() && !slice.world_size) return "--rank and --split need --world W";
+  if (slice.given() && !slice.world_size) return "--rank, --split and --split-as need --world W";
   return "";
 }
 
@@ -47,6 +53,7 @@ void apply_slice_args(const SliceArgs &slice, std::vector<rootspan_split_rule> &
   options.world_size = slice.world_size.value_or(0);
   options.split_rules = storage.empty() ? nullptr : storage.data();
   options.split_rule_count = storage.size();
+  options.split_convention = slice.convention == "chunk" ? ROOTSPAN_SPLIT_CHUNK : ROOTSPAN_SPLIT_TENSOR_SPLIT;
 }
 
 }  // namespace rootspan::cli

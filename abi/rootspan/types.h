@@ -75,7 +75,8 @@ enum {
   ROOTSPAN_ERR_INVALID_CHECKPOINT = 27, /* a checkpoint file or index broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_INVALID_SCHEMA = 28,     /* a component schema broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_INVALID_PAYLOAD = 29,    /* a payload or segment broke a rule of docs/weight-schema.md */
-  ROOTSPAN_ERR_CANCELLED = 30           /* the caller's progress callback asked to stop */
+  ROOTSPAN_ERR_CANCELLED = 30,          /* the caller's progress callback asked to stop */
+  ROOTSPAN_ERR_DIGEST_MISMATCH = 31     /* a file's or tensor's bytes are not the published ones (SHA-256) */
 };
 
 /* Element types. The numbering is rootspan's own and pinned. NONE is the

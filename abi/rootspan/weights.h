@@ -52,11 +52,19 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_progress, ROOTSPAN_LOAD_PROGRESS_STRUCT
  * loading thread. */
 typedef int (*rootspan_load_progress_fn)(void *progress_context, const rootspan_load_progress *progress);
 
+/* How a split shares a dimension of n entries among `world` ranks when n is
+ * not a multiple of it. The numbering is pinned. */
+typedef int32_t rootspan_split_convention;
+enum {
+  ROOTSPAN_SPLIT_TENSOR_SPLIT = 0, /* each rank takes n / world, the first n % world one more (torch.tensor_split) */
+  ROOTSPAN_SPLIT_CHUNK = 1 /* each rank takes ceil(n / world), the last what is left (torch.chunk, DTensor's Shard) */
+};
+
 /* A slicing rule of a tensor-parallel load: components whose id matches
- * `pattern` are split along `dimension` among the ranks (the first n % world
- * ranks taking one more, as torch.tensor_split does), or replicated on every
- * rank when it is -1. The first matching rule wins; a component matching no
- * rule is replicated. */
+ * `pattern` are split along `dimension` among the ranks (shared as the load
+ * options' split_convention says), or replicated on every rank when it is
+ * -1. The first matching rule wins; a component matching no rule is
+ * replicated. */
 typedef struct rootspan_split_rule {
   size_t struct_size;
   const char *pattern; /* a shell-style glob over component ids, as for tensors; borrowed for the call */
@@ -102,8 +110,23 @@ typedef struct rootspan_load_options {
    * are read-only. Ignored with ROOTSPAN_LOAD_READ, whose roots are always
    * writable. */
   int32_t copy_on_write;
+  /* Fields below were added in 0.4.0. */
+  rootspan_split_convention split_convention; /* how uneven splits are shared; 0: ROOTSPAN_SPLIT_TENSOR_SPLIT */
+  /* Verified loads: non-zero hashes (SHA-256) each file whose published
+   * digest is known while the load reads it, and fails with
+   * ROOTSPAN_ERR_DIGEST_MISMATCH, releasing every root, before any weight
+   * reaches the caller. Known digests: a Hugging Face cache blob named by
+   * its SHA-256 (a blob named by a 40-hex git id cannot be checked), and the
+   * entries of digests_path. Nothing known to check against fails with
+   * ROOTSPAN_ERR_NOT_FOUND: a load is never called verified without a check. */
+  int32_t check_digests;
+  /* A digest manifest (`rootspan hash`, config/schemas/digests.schema.json) to
+   * check the files against, and with per-tensor digests the byte ranges
+   * this rank reads; borrowed for the call; NULL: none. Setting it implies
+   * check_digests. */
+  const char *digests_path;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD copy_on_write
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD digests_path
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 

@@ -42,10 +42,13 @@ TEST(StatusNames, EveryCodeHasItsName) {
                          "InvalidCheckpoint",
                          "InvalidSchema",
                          "InvalidPayload",
-                         "Cancelled"};
-  static_assert(ROOTSPAN_ERR_CANCELLED == 30);
-  for (rootspan_status s = 0; s <= ROOTSPAN_ERR_CANCELLED; ++s) EXPECT_STREQ(rootspan_status_name(s), names[s]) << s;
-  EXPECT_STREQ(rootspan_status_name(31), "Unknown");
+                         "Cancelled",
+                         "DigestMismatch"};
+  static_assert(ROOTSPAN_ERR_DIGEST_MISMATCH == 31);
+  for (rootspan_status s = 0; s <= ROOTSPAN_ERR_DIGEST_MISMATCH; ++s) {
+    EXPECT_STREQ(rootspan_status_name(s), names[s]) << s;
+  }
+  EXPECT_STREQ(rootspan_status_name(32), "Unknown");
   EXPECT_STREQ(rootspan_status_name(-1), "Unknown");
   // The pinned numbers of docs/concepts.md codes.
   EXPECT_EQ(ROOTSPAN_ERR_RANGE_OVERFLOW, 2);
@@ -67,7 +70,7 @@ TEST(DTypes, NamesAndSizes) {
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F4), 0u);
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F6_E2M3), 0u);
   EXPECT_EQ(rootspan_dtype_size(-3), 0u);
-  EXPECT_STREQ(rootspan_version(), "0.3.0");
+  EXPECT_STREQ(rootspan_version(), "0.4.0");
 }
 
 TEST(ErrorObject, AccessorsOnNullAreSafe) {

@@ -65,6 +65,19 @@ def test_plans_tile_the_checkpoint(example):
         c.check(len(covered) == 16384 + 8192 * 2 + 9216 + 128, "world %d: every byte of every tensor is read" % world)
 
 
+def test_split_as_chunk(example):
+    # 256 rows over 3 ranks: torch.chunk gives 86, 86, 84 (tensor_split 86, 85, 85).
+    counts = []
+    for rank in range(3):
+        p = plan(example, rank, 3, "--split-as", "chunk")
+        c.check(p.get("split_convention") == "chunk", "--split-as chunk is named in the plan")
+        counts += [comp["count"] for comp in p["components"] if comp["id"] == "model.embed_tokens.weight"]
+    c.check(counts == [86, 86, 84], "rows follow torch.chunk: %r" % counts)
+    c.check(plan(example, 2, 3)["split_convention"] == "tensor_split", "tensor_split is the default")
+    c.expect_usage("--split-as with an unknown convention", ["plan", example, "--world", "2", "--split-as", "even"])
+    c.expect_usage("--split-as without --world", ["load", example, "--split-as", "chunk"])
+
+
 def test_bad_slicing(example):
     c.expect_error("rank outside the world", ["plan", example, "--rank", "2", "--world", "2"], 3,
                    "InvalidArgument", ["rank 2 is outside [0, 2)"], "plan_reads")
@@ -87,6 +100,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rootspan-plan-cli-") as tmp:
         c.WORK = tmp
         test_plans_tile_the_checkpoint(example)
+        test_split_as_chunk(example)
         test_bad_slicing(example)
     return c.report()
 

@@ -37,11 +37,13 @@ class TensorParallelTest : public ::testing::Test {
     weights_ = nullptr;
   }
 
-  rootspan_status load(std::uint32_t rank, std::uint32_t world, const std::vector<rootspan_split_rule> &rules) {
+  rootspan_status load(std::uint32_t rank, std::uint32_t world, const std::vector<rootspan_split_rule> &rules,
+                       rootspan_split_convention convention = ROOTSPAN_SPLIT_TENSOR_SPLIT) {
     free_weights();
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     o.provider = "host";
+    o.split_convention = convention;
     o.rank = rank;
     o.world_size = world;
     o.split_rules = rules.empty() ? nullptr : rules.data();
@@ -183,6 +185,14 @@ TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
   // Every rule of one array is one version of the struct.
   EXPECT_EQ(load(0, 2, {up0, {ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, "norm", -1}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message_.find("split_rules[1].struct_size differs from split_rules[0]'s"), std::string::npos) << message_;
+  EXPECT_EQ(load(0, 2, {up0}, 7), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message_.find("split_convention"), std::string::npos) << message_;
+  // 5 rows over 4 ranks: tensor_split gives 2, 1, 1, 1; torch.chunk 2, 2, 1 and nothing.
+  EXPECT_EQ(load(1, 4, {up0}), ROOTSPAN_OK) << message_;
+  EXPECT_EQ(load(1, 4, {up0}, ROOTSPAN_SPLIT_CHUNK), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message_.find("too few for the world size 4 (chunk), so the last rank would get nothing"),
+            std::string::npos)
+      << message_;
   rootspan_load_options o{};
   o.struct_size = sizeof o;
   o.world_size = 2;

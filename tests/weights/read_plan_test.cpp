@@ -45,6 +45,10 @@ ShardSpec shard(std::uint32_t rank, std::uint32_t world, std::vector<SplitRule> 
   return {rank, world, std::move(rules)};
 }
 
+ShardSpec chunked(std::uint32_t rank, std::uint32_t world, std::vector<SplitRule> rules) {
+  return {rank, world, std::move(rules), SplitConvention::kChunk};
+}
+
 struct Range {
   std::uint64_t file_offset, length, destination;
   bool operator==(const Range &) const = default;
@@ -65,6 +69,27 @@ TEST(ReadPlan, SharesFollowTensorSplit) {
   EXPECT_EQ(share_of(10, 2, 3).count, 3u);
   EXPECT_EQ(share_of(12, 3, 4).begin, 9u);
   EXPECT_EQ(share_of(12, 3, 4).count, 3u);
+}
+
+TEST(ReadPlan, ChunkSharesFollowTorchChunk) {
+  // torch.chunk and DTensor's Shard: ceil(n / world) each, the last what is left.
+  const SplitConvention chunk = SplitConvention::kChunk;
+  EXPECT_EQ(share_of(10, 0, 3, chunk).count, 4u);
+  EXPECT_EQ(share_of(10, 1, 3, chunk).begin, 4u);
+  EXPECT_EQ(share_of(10, 1, 3, chunk).count, 4u);
+  EXPECT_EQ(share_of(10, 2, 3, chunk).begin, 8u);
+  EXPECT_EQ(share_of(10, 2, 3, chunk).count, 2u);
+  EXPECT_EQ(share_of(12, 3, 4, chunk).begin, 9u);
+  EXPECT_EQ(share_of(5, 3, 4, chunk).begin, 5u);
+  EXPECT_EQ(share_of(5, 3, 4, chunk).count, 0u);
+  // A column split of 11 over 3 ranks under chunk: 4, 4, 3.
+  const std::vector<ComponentPayload> p = {payload("o", "F16", {6, 11}, {6 * 22})};
+  auto last = plan_reads(p, chunked(2, 3, {{"o", 1}}));
+  ASSERT_TRUE(last) << last.error()->message();
+  EXPECT_EQ(last.value().components[0].begin, 8u);
+  EXPECT_EQ(last.value().components[0].dimensions, (std::vector<std::uint64_t>{6, 3}));
+  EXPECT_NE(read_plan_json(last.value(), chunked(2, 3, {{"o", 1}})).find("\"split_convention\": \"chunk\""),
+            std::string::npos);
 }
 
 TEST(ReadPlan, RowSplitIsOneContiguousRange) {
@@ -156,7 +181,13 @@ TEST(ReadPlan, RefusesBadInput) {
   EXPECT_TRUE(FailsWith(plan_reads(p, shard(0, 2, {{"w", 0}, {"lm_head*", 0}})), ROOTSPAN_ERR_NOT_FOUND,
                         {"pattern \"lm_head*\" matches none of the 2 components"}));
   EXPECT_TRUE(FailsWith(plan_reads(p, shard(0, 5, {{"w", 0}})), ROOTSPAN_ERR_INVALID_ARGUMENT,
-                        {"has 4 entries, fewer than the world size 5"}));
+                        {"has 4 entries, too few for the world size 5 (tensor_split)"}));
+  // torch.chunk(5 rows, 4) gives 2, 2, 1 and nothing: refused on every rank, the empty one included.
+  const std::vector<ComponentPayload> five = {payload("v", "F32", {5, 2}, {40})};
+  for (std::uint32_t rank = 0; rank < 4; ++rank) {
+    EXPECT_TRUE(FailsWith(plan_reads(five, chunked(rank, 4, {{"v", 0}})), ROOTSPAN_ERR_INVALID_ARGUMENT,
+                          {"has 5 entries, too few for the world size 4 (chunk)", "the last rank would get nothing"}));
+  }
   const std::vector<ComponentPayload> f4 = {payload("n", "F4", {4, 3}, {6})};
   EXPECT_TRUE(
       FailsWith(plan_reads(f4, shard(0, 3, {{"n", 1}})), ROOTSPAN_ERR_INVALID_ARGUMENT, {"inside a byte", "4 bits"}));

@@ -116,7 +116,12 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
         ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
         "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
   }
-  weights::ShardSpec spec{o.rank, o.world_size, {}};
+  if (o.split_convention != ROOTSPAN_SPLIT_TENSOR_SPLIT && o.split_convention != ROOTSPAN_SPLIT_CHUNK) {
+    return rootspan::unknown_enum("split_convention", "rootspan_split_convention", o.split_convention);
+  }
+  weights::ShardSpec spec{o.rank, o.world_size, {},
+                          o.split_convention == ROOTSPAN_SPLIT_CHUNK ? weights::SplitConvention::kChunk
+                                                                     : weights::SplitConvention::kTensorSplit};
   // The rules lie as the caller's compiler laid out its version of the
   // struct: the first rule's struct_size, rounded up to the struct's
   // alignment, is the distance between rules (a newer, longer struct is not

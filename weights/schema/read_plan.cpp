@@ -22,6 +22,10 @@ bool matches(const std::string &pattern, const std::string &id) {
   return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
 }
 
+const char *convention_name(SplitConvention convention) {
+  return convention == SplitConvention::kChunk ? "chunk" : "tensor_split";
+}
+
 std::uint64_t product(std::span<const std::uint64_t> dims) {
   std::uint64_t p = 1;
   for (std::uint64_t d : dims) p *= d;  // the payload's physical size already fit in 64 bits
@@ -111,12 +115,14 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
   const bool block_axis = blocks != nullptr && d + 1 == dims.size();
   const std::uint64_t values_per_step = block_axis ? blocks->values_per_block : 1;
   const std::uint64_t values = n * values_per_step;
-  if (values < spec.world_size) {
+  // The last rank's share is the smallest under either convention.
+  if (share_of(values, spec.world_size - 1, spec.world_size, spec.convention).count == 0) {
     return invalid(rule_text + ": dimension " + std::to_string(d) + " of " + name + " has " + std::to_string(values) +
-                   (block_axis ? " values" : " entries") + ", fewer than the world size " +
-                   std::to_string(spec.world_size) + ", so some rank would get nothing");
+                   (block_axis ? " values" : " entries") + ", too few for the world size " +
+                   std::to_string(spec.world_size) + " (" + convention_name(spec.convention) +
+                   "), so the last rank would get nothing");
   }
-  const ShareRange share = share_of(values, spec.rank, spec.world_size);
+  const ShareRange share = share_of(values, spec.rank, spec.world_size, spec.convention);
   plan.begin = share.begin;
   plan.count = share.count;
   if (block_axis && (share.begin % values_per_step != 0 || share.count % values_per_step != 0)) {
@@ -146,7 +152,12 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
 
 }  // namespace
 
-ShareRange share_of(std::uint64_t n, std::uint32_t rank, std::uint32_t world) {
+ShareRange share_of(std::uint64_t n, std::uint32_t rank, std::uint32_t world, SplitConvention convention) {
+  if (convention == SplitConvention::kChunk) {
+    const std::uint64_t size = n / world + (n % world != 0 ? 1 : 0);
+    const std::uint64_t begin = std::min<std::uint64_t>(n, rank * size);
+    return {begin, std::min(size, n - begin)};
+  }
   const std::uint64_t base = n / world, extra = n % world;
   return {rank * base + std::min<std::uint64_t>(rank, extra), base + (rank < extra ? 1 : 0)};
 }
@@ -190,6 +201,7 @@ std::string read_plan_json(const ReadPlan &plan, const ShardSpec &spec) {
   doc["rank"] = plan.rank;
   doc["world_size"] = plan.world_size;
   doc["bytes"] = plan.bytes;
+  doc["split_convention"] = convention_name(spec.convention);
   auto &rules = doc["rules"] = nlohmann::json::array();
   for (const SplitRule &rule : spec.rules) rules.push_back({{"pattern", rule.pattern}, {"dimension", rule.dimension}});
   auto &components = doc["components"] = nlohmann::json::array();

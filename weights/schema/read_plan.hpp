@@ -27,10 +27,17 @@ struct SplitRule {
   int dimension = kReplicate;
 };
 
+// How an uneven dimension is shared among the ranks.
+enum class SplitConvention {
+  kTensorSplit,  // n / world each, the first n % world ranks one more (torch.tensor_split)
+  kChunk,        // ceil(n / world) each, the last rank what is left (torch.chunk, DTensor's Shard)
+};
+
 struct ShardSpec {
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
   std::vector<SplitRule> rules;
+  SplitConvention convention = SplitConvention::kTensorSplit;
 };
 
 // One byte range of a shard file and its place in the destination.
@@ -64,22 +71,24 @@ struct ReadPlan {
   std::uint64_t bytes = 0;                // what this rank reads in all
 };
 
-// This rank's share of `n` items split over `world` ranks, as
-// torch.tensor_split gives it: every rank takes n / world, and the first
-// n % world ranks one more. {begin, count}.
+// This rank's share of `n` items split over `world` ranks under a
+// convention: {begin, count}; count may be 0 under kChunk (torch.chunk(5, 4)
+// gives 2, 2, 1 and nothing).
 struct ShareRange {
   std::uint64_t begin = 0;
   std::uint64_t count = 0;
 };
-ShareRange share_of(std::uint64_t n, std::uint32_t rank, std::uint32_t world);
+ShareRange share_of(std::uint64_t n, std::uint32_t rank, std::uint32_t world,
+                    SplitConvention convention = SplitConvention::kTensorSplit);
 
 // Plans this rank's reads. Errors (operation "plan_reads", nothing read):
 // a world size of 0 or a rank outside [0, world) (INVALID_ARGUMENT); a rule
 // whose pattern matches no component (NOT_FOUND); a rule dimension below -1,
 // or at or past the rank of a component it matches (INVALID_ARGUMENT); a split
 // of a block-quantized component's last (block) axis that would cut a block,
-// the values being split as torch.tensor_split would split the dequantized
-// tensor (INVALID_ARGUMENT, naming the component and the block size); a dense
+// the values being split as the convention would split the dequantized
+// tensor (INVALID_ARGUMENT, naming the component and the block size); a split
+// that would leave some rank nothing (INVALID_ARGUMENT); a dense
 // split whose rows are not whole bytes (sub-byte types, INVALID_ARGUMENT).
 Result<ReadPlan> plan_reads(std::span<const ComponentPayload> payloads, const ShardSpec &spec);
 

@@ -15,12 +15,14 @@ STATUS_NAMES = (
     "OutsideRootExtent", "InvalidKey", "DomainNotGranted", "DuplicateIdentity", "RootIdExhausted", "Busy",
     "ReadOnly", "Conflict", "DTypeMismatch", "LengthMismatch", "Misaligned", "Unsupported", "InvalidRequest",
     "ProviderFailure", "NotFound", "OutOfMemory", "InvalidManifest", "PluginRejected", "AbiMismatch",
-    "NoProvider", "Io", "InvalidCheckpoint", "InvalidSchema", "InvalidPayload", "Cancelled")
+    "NoProvider", "Io", "InvalidCheckpoint", "InvalidSchema", "InvalidPayload", "Cancelled",
+    "DigestMismatch")
 OK = 0
 ERR_INVALID_ARGUMENT = 1
 ERR_BUSY = 11
 ERR_NOT_FOUND = 20
 ERR_CANCELLED = 30
+ERR_DIGEST_MISMATCH = 31
 
 # ---- element types (types.h), indexed by value -----------------------------
 DTYPE_NAMES = ("NONE", "BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16", "F32", "F64",
@@ -38,6 +40,7 @@ STATES = ("loaded", "skipped", "failed", "no device")
 REQUESTED_KINDS = ("none", "range", "key_range", "root_key_range")
 
 LOAD_STRATEGIES = {"mmap": 0, "read": 1}
+SPLIT_CONVENTIONS = {"tensor_split": 0, "chunk": 1}
 ENCODINGS = ("dense", "block_quantized")
 
 
@@ -120,7 +123,9 @@ class LoadOptions(Structure):
                 # appended later: the pinned staging ring of uploads to device memory
                 ("staging_buffer_bytes", c_uint64), ("staging_buffer_count", c_uint32),
                 # appended later: writable zero-copy roots over a private copy-on-write mapping
-                ("copy_on_write", c_int32)]
+                ("copy_on_write", c_int32),
+                # appended in 0.4.0: how uneven splits are shared, and verified loads
+                ("split_convention", c_int32), ("check_digests", c_int32), ("digests_path", c_char_p)]
 
 
 class InspectOptions(Structure):
@@ -204,6 +209,7 @@ PROTOTYPES = {
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),
                                                            _ERR]),
+    "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, POINTER(LoadOptions), POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_string_free": (None, [c_void_p]),

@@ -280,7 +280,7 @@ class Context:
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
-             read_only=False):
+             read_only=False, split_convention="tensor_split"):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -295,8 +295,11 @@ class Context:
         cancels the load (CancelledError). With world_size > 0, only rank's
         slice of each component is read: split maps component id patterns to
         the dimension to split (-1: replicate; the first matching pattern
-        wins; components no pattern matches are replicated). Returns Weights
-        (weights.bytes_read: what was read).
+        wins; components no pattern matches are replicated). An uneven
+        dimension is shared as split_convention says: "tensor_split" (the
+        first n % world_size ranks take one more) or "chunk" (each rank takes
+        ceil(n / world_size), the last what is left: torch.chunk, DTensor's
+        Shard). Returns Weights (weights.bytes_read: what was read).
 
         staging_buffer_bytes, staging_buffer_count: the ring of pinned host
         buffers that uploads to device memory go through (0: 16 MiB, and 4
@@ -309,7 +312,7 @@ class Context:
         read-only, and legacy DLPack consumers are refused)."""
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
-                    revision, staging_buffer_bytes, staging_buffer_count, read_only)
+                    revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

@@ -33,6 +33,21 @@ def inspect(path, revision=None):
     return _json(lib, lib.rootspan_checkpoint_inspect_with_options, os.fsencode(path), ctypes.byref(options))
 
 
+def read_plan(path, rank, world_size, split=None, schema=None, tensors=None, revision=None,
+              split_convention="tensor_split"):
+    """The read plan of one rank of a tensor-parallel load (what `rootspan plan --json` prints), made from the
+    headers alone: {"rank", "world_size", "bytes", "split_convention", "rules", "components": [{"id", "rule",
+    "split_dimension", "full_dimensions", "dimensions", "begin", "count", "bytes", "reads": [...]}]}. The
+    arguments are Context.load's; the plan is the one that load would follow, and fails as it would."""
+    from .weights import _path, checkpoint_options
+    path_c = _path(path, "path")
+    if world_size == 0:
+        raise ValueError("a read plan needs a world_size of at least 1")
+    options = checkpoint_options(schema, tensors, revision, rank, world_size, split, split_convention)
+    lib = _library.get()
+    return _json(lib, lib.rootspan_checkpoint_read_plan, path_c, ctypes.byref(options))
+
+
 def describe_safetensors_file(path):
     """The description of one safetensors file: {"format", "bytes", "header_bytes", "metadata" (None when the
     header has none), "tensors": [[name, dtype, shape, offset, bytes], ...]} in file order."""

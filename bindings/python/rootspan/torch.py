@@ -8,6 +8,8 @@
 
     shard = rootspan.torch.load_shard("model/", dist.get_rank(), dist.get_world_size(),
                                       split={"*.q_proj.weight": 0, "*.o_proj.weight": 1})
+    mesh = torch.distributed.device_mesh.init_device_mesh("cpu", (world_size,))
+    params = rootspan.torch.load_dtensors("model/", mesh, {"*.q_proj.weight": Shard(0), "*.o_proj.weight": Shard(1)})
 
 Tensors are zero-copy views of copy-on-write mappings on the host (writable;
 the files never change), moved to `device` when it is not the CPU. For
@@ -21,7 +23,8 @@ import torch.utils.dlpack
 
 from .context import Context
 
-__all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "tensor_of"]
+__all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "load_dtensors", "load_dtensors_with_stats",
+           "tensor_of"]
 
 
 def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False):
@@ -80,14 +83,77 @@ def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", pr
     tensors use them in place, and a write never reaches the file. device:
     where the tensors go ("cpu", or any torch device they are moved to).
     load_shard_with_stats also returns the bytes this rank read."""
-    tensors, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
+    tensors, _, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
     return tensors
 
 
 def load_shard_with_stats(path, rank, world_size, split=None, schema=None, device="cpu", provider="host",
                           strategy="read"):
     """load_shard, and the bytes this rank read from the checkpoint's files."""
-    return _load(path, rank, world_size, split, schema, device, provider, strategy)
+    tensors, bytes_read, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
+    return tensors, bytes_read
+
+
+def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
+    """This rank's slice of every component as torch DTensors on a one-dimensional device mesh:
+    {name: DTensor}, names the checkpoint's own (component ids with a schema).
+
+    plan maps component id patterns (shell-style globs, the first match in dict order wins) to a placement:
+    Shard(dim), or Replicate(); a component no pattern matches is replicated. Each rank reads only its slice,
+    shared as DTensor's Shard shares an uneven dimension (each rank ceil(n / world), the last what is left),
+    so DTensor.full_tensor() is the whole tensor. Local tensors live on the mesh's device type. A
+    block-quantized component (from a schema) is uint8 blocks, sharded on whole blocks only. Needs torch
+    with torch.distributed.tensor (2.4 or later). load_dtensors_with_stats also returns the bytes this rank
+    read."""
+    dtensors, _ = load_dtensors_with_stats(path, device_mesh, plan, schema, tensors, revision, strategy)
+    return dtensors
+
+
+def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
+    """load_dtensors, and the bytes this rank read from the checkpoint's files."""
+    try:
+        from torch.distributed.tensor import DTensor, Replicate, Shard
+    except ImportError as missing:
+        raise ImportError(f"load_dtensors needs torch.distributed.tensor (torch 2.4 or later); this is torch "
+                          f"{torch.__version__}") from missing
+    from torch.distributed.device_mesh import DeviceMesh
+    from .inspect import read_plan
+    if not isinstance(device_mesh, DeviceMesh):
+        raise TypeError(f"device_mesh must be a torch.distributed.device_mesh.DeviceMesh, got "
+                        f"{type(device_mesh).__name__}")
+    if device_mesh.ndim != 1:
+        raise ValueError(f"load_dtensors takes a one-dimensional device mesh, got one of shape "
+                         f"{tuple(device_mesh.shape)}")
+    if not isinstance(plan, dict):
+        raise TypeError(f"plan must be a dict of component id pattern -> Shard(dim) or Replicate(), got "
+                        f"{type(plan).__name__}")
+    split = {}
+    for pattern, placement in plan.items():
+        if isinstance(placement, Shard) and placement.dim >= 0:
+            split[pattern] = placement.dim
+        elif isinstance(placement, Replicate):
+            split[pattern] = -1
+        else:
+            raise TypeError(f"plan[{pattern!r}] must be Shard(dim) with dim >= 0, or Replicate(); got {placement!r}")
+    rank, world_size = device_mesh.get_local_rank(), device_mesh.size()
+    chosen = read_plan(path, rank, world_size, split, schema, tensors, revision, split_convention="chunk")
+    local, bytes_read, weights_names = _load(path, rank, world_size, split, schema, "cpu", "host", strategy,
+                                             tensors=tensors, revision=revision, split_convention="chunk",
+                                             by_source_name=schema is None)
+    dtensors = {}
+    for component, name in zip(chosen["components"], weights_names):
+        tensor = local[name]
+        full_shape = list(component["full_dimensions"]) + list(tensor.shape[len(component["dimensions"]):])
+        dim = component["split_dimension"]
+        placement = Replicate() if dim < 0 else Shard(dim)
+        stride = [1] * len(full_shape)
+        for d in range(len(full_shape) - 2, -1, -1):
+            stride[d] = stride[d + 1] * full_shape[d + 1]
+        if device_mesh.device_type != "cpu":
+            tensor = tensor.to(device_mesh.device_type)
+        dtensors[name] = DTensor.from_local(tensor, device_mesh, [placement], run_check=False,
+                                            shape=torch.Size(full_shape), stride=tuple(stride))
+    return dtensors, bytes_read
 
 
 def tensor_of(component):
@@ -104,22 +170,29 @@ def tensor_of(component):
     return _frameworks.to_torch(component, code, shape)
 
 
-def _load(path, rank, world_size, split, schema, device, provider, strategy):
+def _load(path, rank, world_size, split, schema, device, provider, strategy, tensors=None, revision=None,
+          split_convention="tensor_split", by_source_name=False):
+    """({name: tensor}, bytes read, names in component order) of one rank's slice; names are component ids,
+    or the checkpoint's own tensor names with by_source_name."""
     if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size < 1:
         raise ValueError(f"world_size must be at least 1, got {world_size}")
     target = torch.device(device)  # raises for a device torch does not know
     context = Context()
     weights = context.load(path, schema=schema, provider=provider, strategy=strategy, rank=rank,
-                           world_size=world_size, split=split)
-    tensors = {}
+                           world_size=world_size, split=split, tensors=tensors, revision=revision,
+                           split_convention=split_convention)
+    out = {}
+    names = []
     try:
         for cid, component in weights.items():
             tensor = tensor_of(component)
-            tensors[cid] = tensor if target.type == "cpu" else tensor.to(target)
+            name = component.source_name if by_source_name else cid
+            names.append(name)
+            out[name] = tensor if target.type == "cpu" else tensor.to(target)
     except BaseException:
-        tensors.clear()
+        out.clear()
         raise
     bytes_read = weights.bytes_read
     # Weights and context go with this frame; memory the tensors still use is
     # released (and the context destroyed) when the last of them goes.
-    return tensors, bytes_read
+    return out, bytes_read, names

@@ -371,14 +371,38 @@ def _patterns(tensors):
     return (ctypes.c_char_p * max(len(patterns), 1))(*patterns), len(patterns)
 
 
-def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
-         tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False):
-    path_c = _path(path, "path")
-    _check_bool(read_only, "read_only")
+def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_size=0, split=None,
+                       split_convention="tensor_split"):
+    """Load options naming what to read (schema, tensors, revision, one rank's slice), every argument checked.
+    The options point into the arrays they are built from; the options object keeps them alive."""
     schema_c = None if schema is None else _path(schema, "schema")
     patterns = _patterns(tensors)
     if revision is not None and not isinstance(revision, str):
         raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
+    if split_convention not in _abi.SPLIT_CONVENTIONS:
+        raise ValueError(f"split_convention must be 'tensor_split' or 'chunk', got {split_convention!r}")
+    rank, world_size, rules = _split_rules(rank, world_size, split)
+    options = _abi.sized(_abi.LoadOptions)
+    rule_array = (_abi.SplitRule * max(len(rules), 1))(*rules)
+    options.rank = rank
+    options.world_size = world_size
+    options.split_rules = rule_array if rules else None
+    options.split_rule_count = len(rules)
+    options.split_convention = _abi.SPLIT_CONVENTIONS[split_convention]
+    options.schema_path = schema_c
+    if patterns is not None:
+        options.tensors = ctypes.cast(patterns[0], ctypes.POINTER(ctypes.c_char_p))
+        options.tensor_count = patterns[1]
+    options.revision = None if revision is None else revision.encode()
+    options._keep = (rule_array, patterns, schema_c)  # ctypes holds only the addresses
+    return options
+
+
+def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
+         tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
+         split_convention="tensor_split"):
+    path_c = _path(path, "path")
+    _check_bool(read_only, "read_only")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
     _check_int(device, "device", bits=32)
@@ -388,20 +412,9 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
         raise ValueError(f"strategy must be 'mmap' or 'read', got {strategy!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
-    rank, world_size, rules = _split_rules(rank, world_size, split)
+    options = checkpoint_options(schema, tensors, revision, rank, world_size, split, split_convention)
     handle = context._live("weights_load")
     lib = context._state.lib
-    options = _abi.sized(_abi.LoadOptions)
-    rule_array = (_abi.SplitRule * max(len(rules), 1))(*rules)  # kept alive through the call
-    options.rank = rank
-    options.world_size = world_size
-    options.split_rules = rule_array if rules else None
-    options.split_rule_count = len(rules)
-    options.schema_path = schema_c
-    if patterns is not None:  # the array stays alive through the call
-        options.tensors = ctypes.cast(patterns[0], ctypes.POINTER(ctypes.c_char_p))
-        options.tensor_count = patterns[1]
-    options.revision = None if revision is None else revision.encode()
     options.provider = provider.encode()
     options.device = device
     options.strategy = _abi.LOAD_STRATEGIES[strategy]

@@ -22,7 +22,7 @@ class ErrorClasses(unittest.TestCase):
                  "Busy", "ReadOnly", "Conflict", "DTypeMismatch", "LengthMismatch", "Misaligned", "Unsupported",
                  "InvalidRequest", "ProviderFailure", "NotFound", "OutOfMemory", "InvalidManifest",
                  "PluginRejected", "AbiMismatch", "NoProvider", "Io", "InvalidCheckpoint", "InvalidSchema",
-                 "InvalidPayload", "Cancelled"]
+                 "InvalidPayload", "Cancelled", "DigestMismatch"]
         lib = rootspan._library.get()
         for code, name in enumerate(names, start=1):
             cls = getattr(rootspan, name + "Error")

@@ -28,6 +28,7 @@ if not dist.is_available() or not dist.is_gloo_available():
     sys.exit(77)
 
 import rootspan
+import rootspan.inspect
 import rootspan.torch
 
 # id -> (dtype, shape, split dimension or -1); "qw" is block-quantized:
@@ -180,6 +181,25 @@ class TensorParallelLoad(unittest.TestCase):
         self.assertEqual(reports[2]["shapes"]["norm"], [8])
 
 
+class ReadPlans(unittest.TestCase):
+    def test_the_plan_of_each_convention_without_reading(self):
+        with tempfile.TemporaryDirectory(prefix="rootspan-tp-") as folder:
+            schema = write_checkpoint(folder)
+            for convention, rows in (("tensor_split", [4, 3, 3]), ("chunk", [4, 4, 2])):
+                plans = [rootspan.inspect.read_plan(folder, rank, 3, split=SPLIT, schema=schema,
+                                                    split_convention=convention) for rank in range(3)]
+                embed = [next(c for c in p["components"] if c["id"] == "embed") for p in plans]
+                self.assertEqual([c["count"] for c in embed], rows, convention)
+                self.assertEqual([c["full_dimensions"] for c in embed], [[10, 8]] * 3)
+                self.assertEqual({p["split_convention"] for p in plans}, {convention})
+                loaded = rootspan.torch.load_shard(folder, 2, 3, split=SPLIT, schema=schema) \
+                    if convention == "tensor_split" else None
+                if loaded is not None:
+                    self.assertEqual(plans[2]["bytes"], sum(t.numel() * t.element_size() for t in loaded.values()))
+            with self.assertRaisesRegex(ValueError, "a read plan needs a world_size of at least 1"):
+                rootspan.inspect.read_plan(folder, 0, 0)
+
+
 class BadInput(unittest.TestCase):
     def test_refusals_name_what_is_wrong(self):
         with tempfile.TemporaryDirectory(prefix="rootspan-tp-") as folder:
@@ -198,6 +218,8 @@ class BadInput(unittest.TestCase):
                 rootspan.torch.load_shard(folder, 0, 2, split=[("embed", 0)], schema=schema)
             with self.assertRaisesRegex(TypeError, r"split\['embed'\] must be a dimension"):
                 rootspan.torch.load_shard(folder, 0, 2, split={"embed": "rows"}, schema=schema)
+            with self.assertRaisesRegex(ValueError, "split_convention must be 'tensor_split' or 'chunk', got 'even'"):
+                rootspan.inspect.read_plan(folder, 0, 2, split=SPLIT, schema=schema, split_convention="even")
             # rank and world_size are 32-bit in C: a wider value is refused, never truncated to a valid one
             with self.assertRaisesRegex(ValueError, r"rank must lie in \[0, 2\*\*32\), got 4294967296"):
                 rootspan.torch.load_shard(folder, 2**32, 2, split=SPLIT, schema=schema)
