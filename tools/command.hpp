@@ -117,5 +117,6 @@ Runner add_providers_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_inspect_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_load_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_plan_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_hash_command(CLI::App &rootspan, CommonOptions &common);
 
 }  // namespace rootspan::cli

@@ -27,6 +27,8 @@ struct LoadArgs {
   std::uint32_t device = 0;
   rootspan_load_strategy strategy = ROOTSPAN_LOAD_MMAP;
   bool verify = false;
+  bool check_digests = false;  // --check-digests, or --digests FILE
+  std::string digests_path;
   SliceArgs slice;  // --rank, --world, --split: one rank's slice
 };
 
@@ -139,6 +141,23 @@ void print_text(const nlohmann::json &document, const LoadArgs &load) {
     total += byte_size(copied) + " copied" + rate;
   }
   print_wrapped(total, width);
+  if (document.contains("digests")) {
+    const nlohmann::json &digests = document["digests"];
+    std::uint64_t bytes = 0;
+    for (const auto &d : digests["verified"]) bytes += d["bytes"].get<std::uint64_t>();
+    const std::string kind = !digests["verified"].empty() ? digests["verified"][0]["kind"].get<std::string>() : "file";
+    print_wrapped(
+        "digests: " + counted(digests["verified"].size(), kind) + " (" + byte_size(bytes) +
+            ") match their published SHA-256" +
+            (digests["verified"].empty() ? ""
+                                         : " (from the " + digests["verified"][0]["source"].get<std::string>() + ")"),
+        width);
+    for (const auto &u : digests["unverifiable"]) {
+      print_wrapped("not verifiable: " + terminal_safe(u["file"].get<std::string>()) + ": " +
+                        terminal_safe(u["reason"].get<std::string>()),
+                    width);
+    }
+  }
   if (document.contains("world_size")) {
     std::printf("rank %u of %u read %s\n", load.slice.rank.value_or(0), load.slice.world_size.value_or(0),
                 byte_size(document["bytes_read"].get<std::uint64_t>()).c_str());
@@ -177,6 +196,8 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   apply_checkpoint_args(load.checkpoint, opts);
   std::vector<rootspan_split_rule> split_rules;
   apply_slice_args(load.slice, split_rules, opts);
+  opts.check_digests = load.check_digests || !load.digests_path.empty() ? 1 : 0;
+  opts.digests_path = load.digests_path.empty() ? nullptr : load.digests_path.c_str();
 
   if (load.slice.world_size && *load.slice.world_size == 0) {
     // The library reads world size 0 as "no slicing"; asked for on the
@@ -292,6 +313,16 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
         {"verify_seconds", verify_seconds ? nlohmann::json(*verify_seconds) : nlohmann::json(nullptr)}}},
       {"gb_per_s", copied != 0 && place_seconds > 0 ? nlohmann::json(static_cast<double>(copied) / place_seconds / 1e9)
                                                     : nlohmann::json(nullptr)}};
+  if (opts.check_digests != 0) {
+    char *digests = nullptr;
+    rootspan_error *digests_error = nullptr;
+    if (rootspan_weights_digests(weights.get(), &digests, &digests_error) != ROOTSPAN_OK) {
+      error.reset(digests_error);
+      return print_error(options, error.get());
+    }
+    document["digests"] = nlohmann::json::parse(digests);
+    rootspan_string_free(digests);
+  }
   if (load.slice.world_size) {
     document["rank"] = load.slice.rank.value_or(0);
     document["world_size"] = *load.slice.world_size;
@@ -342,6 +373,13 @@ Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
   app->add_flag("--verify", args->verify,
                 "compare each component's SHA-256 read back from provider memory with the file's bytes (exit 3 on "
                 "a mismatch)");
+  app->add_flag("--check-digests", args->check_digests,
+                "hash each file while it is read and refuse the load (exit 3, DigestMismatch) unless its SHA-256 is "
+                "the published one: a Hugging Face cache's blob name, or --digests");
+  app->add_option("--digests", args->digests_path,
+                  "a digest manifest written by `rootspan hash` to check against (implies --check-digests)")
+      ->type_name("FILE")
+      ->check(non_empty("a file"));
   add_slice_options(*app, args->slice);
   add_common_options(*app, common);
   return [args, &common] { return run_load(*args, common); };

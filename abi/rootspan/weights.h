@@ -159,6 +159,28 @@ ROOTSPAN_API rootspan_status rootspan_weights_load(rootspan_context *context, co
 ROOTSPAN_API rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options,
                                                            char **json, rootspan_error **error);
 
+/* Verified loads (docs/verified-loads.md). What a load with check_digests or
+ * digests_path checked, as one JSON document: {"checked" (whether it was
+ * asked to), "verified": [{"kind" ("file" or "component"), "name", "bytes",
+ * "sha256", "source" ("cache blob name" or "digest manifest")}],
+ * "unverifiable": [{"file", "reason"}]} (files it read that had no published
+ * digest: a cache blob named by a git object id, say). A load that was not
+ * asked to check says "checked": false and lists nothing. *json is freed
+ * with rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_weights_digests(const rootspan_weights *weights, char **json,
+                                                      rootspan_error **error);
+
+/* A digest manifest of a checkpoint (`rootspan hash`,
+ * config/schemas/digests.schema.json), as one JSON document: the SHA-256 and
+ * size of every file, and with per_component non-zero the SHA-256 of every
+ * component's bytes as each rank reads them (options' schema_path, tensors,
+ * revision, world_size, split_rules and split_convention; world_size 0: one
+ * rank, each component whole; options->rank is ignored: every rank is
+ * hashed). Files are hashed in parallel, one core each. options may be NULL.
+ * *json is freed with rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_options *options,
+                                                      int32_t per_component, char **json, rootspan_error **error);
+
 /* What a component is for in its schema. The numbering is pinned. */
 typedef int32_t rootspan_component_role;
 enum {

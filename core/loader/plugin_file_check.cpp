@@ -15,7 +15,7 @@
 #include <cstring>
 #include <memory>
 
-#include <openssl/evp.h>
+#include "core/sha256.hpp"
 
 #include "core/loader/plugin_dependencies.hpp"
 #include "core/loader/trusted_path.hpp"
@@ -262,12 +262,9 @@ std::optional<fs::path> find_in_library_search_dirs(std::string_view name) {
 namespace {
 
 Result<std::string> hash_descriptor(int fd, const std::string &who) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return rejected(who, "cannot start a SHA-256 digest (OpenSSL EVP)");
-  }
+  Sha256 sha;
   constexpr std::size_t kChunk = 1 << 18;
-  std::unique_ptr<unsigned char[]> buffer(new unsigned char[kChunk]);
+  std::unique_ptr<std::byte[]> buffer(new std::byte[kChunk]);
   off_t offset = 0;
   for (;;) {
     ssize_t got = ::pread(fd, buffer.get(), kChunk, offset);
@@ -279,17 +276,10 @@ Result<std::string> hash_descriptor(int fd, const std::string &who) {
       return d;
     }
     if (got == 0) break;
-    if (EVP_DigestUpdate(ctx.get(), buffer.get(), static_cast<std::size_t>(got)) != 1) {
-      return rejected(who, "SHA-256 digest failed (OpenSSL EVP)");
-    }
+    sha.update({buffer.get(), static_cast<std::size_t>(got)});
     offset += got;
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) {
-    return rejected(who, "SHA-256 digest failed (OpenSSL EVP)");
-  }
-  return hex(digest, length);
+  return sha.hex_digest();
 }
 
 std::string search_dirs_text() {

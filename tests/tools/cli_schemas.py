@@ -11,7 +11,8 @@ import os
 from jsonschema import Draft202012Validator
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "schemas")
-SUBCOMMANDS = ("version", "providers", "inspect", "load", "plan")
+SUBCOMMANDS = ("version", "providers", "inspect", "load", "plan", "hash")
+SCHEMA_OF = {"hash": "digests"}  # a subcommand whose output has another schema's name
 _validators = {}
 
 
@@ -42,7 +43,7 @@ def check_output(args, returncode, stdout, stderr):
     found = []
     if stdout.strip() and subcommand is not None:
         try:
-            found += problems_of(subcommand, json.loads(stdout))
+            found += problems_of(SCHEMA_OF.get(subcommand, subcommand), json.loads(stdout))
         except ValueError as e:
             found.append("%s: stdout is not one JSON document: %s" % (subcommand, e))
     if returncode != 0:

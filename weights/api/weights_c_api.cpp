@@ -1,5 +1,6 @@
 // The extern "C" entry points of weights.h.
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/loader/provider_choice.hpp"
 #include "rootspan/weights.h"
 #include "weights/api/inspect.hpp"
+#include "weights/digests/digest_plan.hpp"
 #include "weights/placement/materialize.hpp"
 #include "weights/schema/component_selection.hpp"
 #include "weights/schema/read_plan.hpp"
@@ -21,6 +23,8 @@ struct rootspan_weights {
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
   std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
+  bool checked_digests = false;                                   // the load was asked to check digests
+  std::vector<rootspan::weights::Unverifiable> unverifiable;      // files it read that had none published
 
   rootspan_weights(rootspan::Context *c, rootspan::weights::LoadResult r) : context(c), result(std::move(r)) {
     reindex();
@@ -119,7 +123,9 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   if (o.split_convention != ROOTSPAN_SPLIT_TENSOR_SPLIT && o.split_convention != ROOTSPAN_SPLIT_CHUNK) {
     return rootspan::unknown_enum("split_convention", "rootspan_split_convention", o.split_convention);
   }
-  weights::ShardSpec spec{o.rank, o.world_size, {},
+  weights::ShardSpec spec{o.rank,
+                          o.world_size,
+                          {},
                           o.split_convention == ROOTSPAN_SPLIT_CHUNK ? weights::SplitConvention::kChunk
                                                                      : weights::SplitConvention::kTensorSplit};
   // The rules lie as the caller's compiler laid out its version of the
@@ -170,6 +176,66 @@ Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoin
   return weights::default_schema(checkpoint);
 }
 
+// A request as load, plan and hash all read it: the checkpoint opened once,
+// its schema's selected components resolved, and with world_size > 0 this
+// rank's read plan.
+struct Prepared {
+  weights::Checkpoint checkpoint;
+  weights::ResolvedSchema resolved;
+  std::optional<weights::ShardSpec> spec;  // set when the request is sliced
+  std::optional<weights::ReadPlan> plan;
+};
+
+// Decodes every option first (patterns, slicing), so that a malformed
+// request fails before any file is opened, then runs open -> schema ->
+// select -> resolve -> plan.
+Result<Prepared> prepare(const char *path, const rootspan_load_options &o) {
+  auto patterns = tensor_patterns(o);
+  if (!patterns) return patterns.error();
+  std::optional<weights::ShardSpec> spec;
+  if (o.world_size != 0) {
+    auto decoded = shard_spec(o);
+    if (!decoded) return decoded.error();
+    spec = std::move(decoded).value();
+  }
+  auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
+  if (!checkpoint) return checkpoint.error();
+  auto schema = schema_for(checkpoint.value(), o.schema_path);
+  if (!schema) return schema.error();
+  auto selected = weights::select_components(std::move(schema).value(), patterns.value());
+  if (!selected) return selected.error();
+  auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
+  if (!resolved) return resolved.error();
+  std::optional<weights::ReadPlan> plan;
+  if (spec) {
+    auto made = weights::plan_reads(resolved.value().payloads, *spec);
+    if (!made) return made.error();
+    plan = std::move(made).value();
+  }
+  return Prepared{std::move(checkpoint).value(), std::move(resolved).value(), std::move(spec), std::move(plan)};
+}
+
+// The payloads a prepared request reads: this rank's slices, or every
+// component whole.
+Result<std::vector<weights::ComponentPayload>> payloads_read(Prepared &prepared) {
+  if (!prepared.plan) return std::move(prepared.resolved.payloads);
+  return weights::sliced_payloads(prepared.resolved.payloads, *prepared.plan);
+}
+
+// The digests a verified load checks (none when it asks for no check).
+Result<weights::DigestPlan> digest_plan(const rootspan_load_options &o, const Prepared &prepared,
+                                        std::span<const weights::ComponentPayload> payloads) {
+  if (o.check_digests == 0 && o.digests_path == nullptr) return weights::DigestPlan{};
+  std::optional<weights::DigestManifest> manifest;
+  if (o.digests_path != nullptr) {
+    auto read = weights::read_digest_manifest(o.digests_path);
+    if (!read) return read.error();
+    manifest = std::move(read).value();
+  }
+  return weights::plan_digests(prepared.checkpoint, payloads, prepared.spec ? &*prepared.spec : nullptr,
+                               manifest ? &*manifest : nullptr);
+}
+
 }  // namespace
 
 extern "C" {
@@ -192,34 +258,22 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
                                     "load_component", rootspan::Requested::none());
     }
     rootspan::Context &ctx = *context->context;
-
-    auto patterns = tensor_patterns(o);
-    if (!patterns) return patterns.error();
-    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
-    if (!checkpoint) return checkpoint.error();
-    auto schema = schema_for(checkpoint.value(), o.schema_path);
-    if (!schema) return schema.error();
-    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
-    if (!selected) return selected.error();
-    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
-    if (!resolved) return resolved.error();
-    if (o.world_size != 0) {  // tensor-parallel: keep only this rank's planned reads
-      auto spec = shard_spec(o);
-      if (!spec) return spec.error();
-      auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
-      if (!plan) return plan.error();
-      auto sliced = weights::sliced_payloads(resolved.value().payloads, plan.value());
-      if (!sliced) return sliced.error();
-      resolved.value().payloads = std::move(sliced).value();
-    }
+    // The provider first: a load that cannot be placed fails before any file work.
     auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
     if (!provider) return provider.error();
+    auto prepared = prepare(path, o);
+    if (!prepared) return prepared.error();
+    auto payloads = payloads_read(prepared.value());
+    if (!payloads) return payloads.error();
+    auto digests = digest_plan(o, prepared.value(), payloads.value());
+    if (!digests) return digests.error();
 
     weights::LoadOptions load;
     load.provider = provider.value().provider;
     load.device = o.device;
     load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
     load.copy_on_write = o.copy_on_write != 0;
+    load.digests = std::move(digests.value().jobs);
     // Bounds that keep a wrong value from asking for absurd pinned memory.
     const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
                            const std::string &limit_text) -> Result<void> {
@@ -245,9 +299,14 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
-    auto loaded = weights::load_components(ctx, checkpoint.value(), std::move(resolved).value(), load);
+    weights::ResolvedSchema resolved{std::move(payloads).value(), std::move(prepared.value().resolved.skipped)};
+    auto loaded = weights::load_components(ctx, prepared.value().checkpoint, std::move(resolved), load);
     if (!loaded) return loaded.error();
     *out = new rootspan_weights(&ctx, std::move(loaded).value());
+    auto &checked = (*out)->result.digests;
+    checked.insert(checked.begin(), digests.value().checked.begin(), digests.value().checked.end());
+    (*out)->unverifiable = std::move(digests.value().unverifiable);
+    (*out)->checked_digests = o.check_digests != 0 || o.digests_path != nullptr;
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
@@ -420,21 +479,90 @@ rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_l
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "plan_reads",
                                   "options.world_size is 0; a read plan needs at least 1 rank");
     }
-    auto patterns = tensor_patterns(o);
-    if (!patterns) return patterns.error();
-    auto spec = shard_spec(o);
-    if (!spec) return spec.error();
-    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
-    if (!checkpoint) return checkpoint.error();
-    auto schema = schema_for(checkpoint.value(), o.schema_path);
-    if (!schema) return schema.error();
-    auto selected = weights::select_components(std::move(schema).value(), patterns.value());
-    if (!selected) return selected.error();
-    auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
-    if (!resolved) return resolved.error();
-    auto plan = weights::plan_reads(resolved.value().payloads, spec.value());
-    if (!plan) return plan.error();
-    *json = c_string(weights::read_plan_json(plan.value(), spec.value()));
+    auto prepared = prepare(path, o);
+    if (!prepared) return prepared.error();
+    *json = c_string(weights::read_plan_json(*prepared.value().plan, *prepared.value().spec));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_weights_digests(const rootspan_weights *weights, char **json, rootspan_error **error) {
+  if (weights == nullptr || json == nullptr) return invalid(error, "check_digests", "weights or json is NULL");
+  *json = nullptr;
+  return guarded(error, "check_digests", [&]() -> Result<void> {
+    nlohmann::json verified = nlohmann::json::array(), unverifiable = nlohmann::json::array();
+    for (const weights::DigestOutcome &d : weights->result.digests) {
+      verified.push_back(
+          {{"kind", d.kind}, {"name", d.name}, {"bytes", d.bytes}, {"sha256", d.sha256}, {"source", d.source}});
+    }
+    for (const weights::Unverifiable &u : weights->unverifiable) {
+      unverifiable.push_back({{"file", u.file}, {"reason", u.reason}});
+    }
+    const nlohmann::json doc = {
+        {"checked", weights->checked_digests}, {"verified", verified}, {"unverifiable", unverifiable}};
+    *json = c_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_options *options, int32_t per_component,
+                                         char **json, rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "hash_checkpoint", "path or json is NULL");
+  if (options != nullptr) {
+    if (rootspan_status s = check_struct(error, options, "hash_checkpoint", "options"); s != ROOTSPAN_OK) return s;
+  }
+  *json = nullptr;
+  return guarded(error, "hash_checkpoint", [&]() -> Result<void> {
+    rootspan_load_options o{};
+    o.struct_size = sizeof o;
+    if (options != nullptr) o = read_struct(options);
+    auto prepared = prepare(path, o);
+    if (!prepared) return prepared.error();
+    const weights::Checkpoint &checkpoint = prepared.value().checkpoint;
+    std::vector<weights::DigestJob> jobs = weights::file_jobs(checkpoint);
+    const std::size_t file_count = jobs.size();
+    weights::DigestManifest manifest;
+    std::vector<std::size_t> rank_of_job;  // for the component jobs after the files
+    if (per_component != 0) {
+      weights::ComponentDigests components;
+      const std::optional<weights::ShardSpec> &spec = prepared.value().spec;
+      if (spec) {
+        components.world_size = spec->world_size;
+        components.convention = spec->convention;
+        components.rules = spec->rules;
+      }
+      components.ranks.resize(components.world_size);
+      for (std::uint32_t rank = 0; rank < components.world_size; ++rank) {
+        std::vector<weights::ComponentPayload> payloads = prepared.value().resolved.payloads;
+        if (spec) {
+          weights::ShardSpec each = *spec;
+          each.rank = rank;
+          auto plan = weights::plan_reads(payloads, each);
+          if (!plan) return plan.error();
+          auto sliced = weights::sliced_payloads(payloads, plan.value());
+          if (!sliced) return sliced.error();
+          payloads = std::move(sliced).value();
+        }
+        for (weights::DigestJob &job : weights::component_jobs(checkpoint, payloads)) {
+          jobs.push_back(std::move(job));
+          rank_of_job.push_back(rank);
+        }
+      }
+      manifest.components = std::move(components);
+    }
+    weights::ParallelHasher hasher(std::move(jobs));
+    auto hashed = hasher.wait([] { return Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success()); });
+    if (!hashed) return hashed.error();
+    for (std::size_t i = 0; i < hashed.value().size(); ++i) {
+      const weights::DigestOutcome &d = hashed.value()[i];
+      if (i < file_count) {
+        manifest.files[d.name] = {d.bytes, d.sha256};
+      } else {
+        manifest.components->ranks[rank_of_job[i - file_count]][d.name] = {d.bytes, d.sha256};
+      }
+    }
+    if (const auto &index = checkpoint.index_file()) manifest.files[index->file] = {index->bytes, index->sha256};
+    *json = c_string(weights::digest_manifest_json(manifest));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 #include "weights/checkpoints/gguf_checkpoint.hpp"
 #include "weights/checkpoints/hf_cache.hpp"
@@ -202,6 +203,10 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
                                 " bytes (advisory, ignored)");
   }
   checkpoint.index_ = std::move(index).value();
+  Sha256 index_digest;
+  index_digest.update(std::as_bytes(std::span(text.value())));
+  checkpoint.index_file_ = IndexFile{index_path.filename().string(), index_file.value().real_path(),
+                                     index_digest.hex_digest(), text.value().size()};
   return checkpoint;
 }
 

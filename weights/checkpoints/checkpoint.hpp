@@ -42,6 +42,15 @@ struct Shard {
   std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
 };
 
+// The index file of a sharded checkpoint, as it was read: its text is
+// parsed once and not kept, so its digest is taken then.
+struct IndexFile {
+  std::string file;                 // its name in the checkpoint folder
+  std::filesystem::path real_path;  // where the descriptor it was read from lies
+  std::string sha256;               // of the bytes read
+  std::uint64_t bytes = 0;
+};
+
 // Where one tensor lies. Both pointers are null when there is no such tensor.
 struct TensorRef {
   const Shard *shard = nullptr;
@@ -86,6 +95,7 @@ class Checkpoint {
   const std::vector<std::filesystem::path> &trusted_folders() const { return trusted_; }
   bool sharded() const { return index_.has_value(); }
   const std::optional<ShardIndex> &index() const { return index_; }
+  const std::optional<IndexFile> &index_file() const { return index_file_; }
   const std::vector<Shard> &shards() const { return shards_; }
   // True for a GGUF checkpoint (one file, or the parts of a split one).
   bool is_gguf() const { return !shards_.empty() && shards_.front().gguf != nullptr; }
@@ -119,6 +129,7 @@ class Checkpoint {
   std::filesystem::path folder_;
   std::vector<std::filesystem::path> trusted_;
   std::optional<ShardIndex> index_;
+  std::optional<IndexFile> index_file_;
   std::vector<Shard> shards_;
   StringMap<std::pair<std::size_t, std::size_t>> by_name_;  // shard, tensor
   std::vector<std::string> notes_;

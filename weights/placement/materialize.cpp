@@ -1,7 +1,5 @@
 #include "weights/placement/materialize.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -11,7 +9,9 @@
 #include "core/copy.hpp"
 #include "core/dtype.hpp"
 #include "core/mapping.hpp"
+#include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
+#include "weights/digests/parallel_hasher.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/mapped_file.hpp"
 #include "weights/placement/available_memory.hpp"
@@ -91,8 +91,12 @@ void release_retained_region(void *region, void * /*data*/) { delete static_cast
 class LoadRun {
  public:
   LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
-          const Checkpoint &checkpoint)
-      : context_(context), provider_(std::move(provider)), options_(options), total_(total) {
+          const Checkpoint &checkpoint, const ParallelHasher *hasher)
+      : context_(context),
+        provider_(std::move(provider)),
+        options_(options),
+        total_(total + (hasher != nullptr ? hasher->bytes_total() : 0)),
+        hasher_(hasher) {
     // Each shard must still be the size its header was read at, and is read
     // through the descriptor its header came from.
     for (const Shard &shard : checkpoint.shards()) {
@@ -157,11 +161,17 @@ class LoadRun {
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
 
+  // Reports progress (cancelling as the callback asks) while the load
+  // waits for its digests.
+  Result<void> poll() { return advance(0); }
+
  private:
   bool host_access(const Root &root) const { return root.host_accessible(); }
 
   Result<void> advance(std::uint64_t bytes) {
-    progress_.bytes_done += bytes;
+    loaded_ += bytes;
+    // A verified load's progress counts the bytes hashed beside those loaded.
+    progress_.bytes_done = loaded_ + (hasher_ != nullptr ? hasher_->bytes_done() : 0);
     progress_.bytes_total = total_;
     if (options_.progress && !options_.progress(progress_)) {
       return make_error(ROOTSPAN_ERR_CANCELLED, kOperation,
@@ -330,6 +340,8 @@ class LoadRun {
   std::map<std::filesystem::path, std::uint64_t> file_sizes_;
   const LoadOptions &options_;
   std::uint64_t total_;
+  const ParallelHasher *hasher_;  // the digests hashed while the load reads; may be null
+  std::uint64_t loaded_ = 0;
   LoadProgress progress_;
   std::vector<Root *> made_;
   std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
@@ -372,11 +384,22 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     }
   }
 
-  LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint);
+  // Hashing starts before the first read and runs beside the load; the
+  // hasher outlives the run, so a failed load releases its roots first and
+  // then stops the workers.
+  std::optional<ParallelHasher> hasher;
+  if (!options.digests.empty()) hasher.emplace(options.digests);
+  LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
     auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made
     result.components.push_back(std::move(loaded).value());
+  }
+  if (hasher) {
+    // No root reaches the caller before every digest matched.
+    auto checked = hasher->wait([&run] { return run.poll(); });
+    if (!checked) return checked.error();
+    result.digests = std::move(checked).value();
   }
   BOOST_OUTCOME_TRY(run.finish(result));
   return result;
@@ -399,10 +422,7 @@ Result<void> release_components(Context &context, LoadResult &result) {
 }
 
 Result<std::string> root_sha256(Root &root) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> digest(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!digest || EVP_DigestInit_ex(digest.get(), EVP_sha256(), nullptr) != 1) {
-    return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, "verify", "cannot start a SHA-256 digest");
-  }
+  Sha256 digest;
   const std::uint64_t length = root.extent.length;
   if (length != 0) {
     HeldClaim held;
@@ -411,19 +431,10 @@ Result<std::string> root_sha256(Root &root) {
     for (std::uint64_t done = 0; done < length; done += buffer.size()) {
       const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), length - done);
       BOOST_OUTCOME_TRY(copy_to_host(*held.claim, done, buffer.data(), n));
-      EVP_DigestUpdate(digest.get(), buffer.data(), n);
+      digest.update({buffer.data(), n});
     }
   }
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int out_length = 0;
-  EVP_DigestFinal_ex(digest.get(), out, &out_length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < out_length; ++i) {
-    hex += kHex[out[i] >> 4];
-    hex += kHex[out[i] & 15];
-  }
-  return hex;
+  return digest.hex_digest();
 }
 
 }  // namespace rootspan::weights

@@ -16,6 +16,7 @@
 
 #include "core/context.hpp"
 #include "weights/checkpoints/checkpoint.hpp"
+#include "weights/digests/parallel_hasher.hpp"
 #include "weights/schema/resolve.hpp"
 
 namespace rootspan::weights {
@@ -47,6 +48,9 @@ struct LoadOptions {
   // load is cheap beside the weights it uploads.
   std::size_t staging_buffers = 4;            // at least 1 is used
   std::uint64_t staging_bytes = 16ull << 20;  // per buffer; at least 4096 is used
+  // Verified loads: digests hashed while the load reads (weights/digests/);
+  // a mismatch fails the load before any root reaches the caller.
+  std::vector<DigestJob> digests;
 };
 
 // One component as loaded: its root and what an embedder needs to read it
@@ -75,6 +79,7 @@ struct LoadResult {
   std::uint64_t staging_buffer_bytes = 0;
   bool staging_pinned = false;  // false: ordinary host memory; staging_note says why
   std::string staging_note;
+  std::vector<DigestOutcome> digests;  // the digests checked, in job order
 };
 
 // Loads every payload of `schema` into roots of options.provider. On failure

@@ -22,10 +22,6 @@ bool matches(const std::string &pattern, const std::string &id) {
   return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
 }
 
-const char *convention_name(SplitConvention convention) {
-  return convention == SplitConvention::kChunk ? "chunk" : "tensor_split";
-}
-
 std::uint64_t product(std::span<const std::uint64_t> dims) {
   std::uint64_t p = 1;
   for (std::uint64_t d : dims) p *= d;  // the payload's physical size already fit in 64 bits
@@ -119,7 +115,7 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
   if (share_of(values, spec.world_size - 1, spec.world_size, spec.convention).count == 0) {
     return invalid(rule_text + ": dimension " + std::to_string(d) + " of " + name + " has " + std::to_string(values) +
                    (block_axis ? " values" : " entries") + ", too few for the world size " +
-                   std::to_string(spec.world_size) + " (" + convention_name(spec.convention) +
+                   std::to_string(spec.world_size) + " (" + split_convention_name(spec.convention) +
                    "), so the last rank would get nothing");
   }
   const ShareRange share = share_of(values, spec.rank, spec.world_size, spec.convention);
@@ -151,6 +147,10 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
 }
 
 }  // namespace
+
+const char *split_convention_name(SplitConvention convention) {
+  return convention == SplitConvention::kChunk ? "chunk" : "tensor_split";
+}
 
 ShareRange share_of(std::uint64_t n, std::uint32_t rank, std::uint32_t world, SplitConvention convention) {
   if (convention == SplitConvention::kChunk) {
@@ -201,7 +201,7 @@ std::string read_plan_json(const ReadPlan &plan, const ShardSpec &spec) {
   doc["rank"] = plan.rank;
   doc["world_size"] = plan.world_size;
   doc["bytes"] = plan.bytes;
-  doc["split_convention"] = convention_name(spec.convention);
+  doc["split_convention"] = split_convention_name(spec.convention);
   auto &rules = doc["rules"] = nlohmann::json::array();
   for (const SplitRule &rule : spec.rules) rules.push_back({{"pattern", rule.pattern}, {"dimension", rule.dimension}});
   auto &components = doc["components"] = nlohmann::json::array();

@@ -33,6 +33,9 @@ enum class SplitConvention {
   kChunk,        // ceil(n / world) each, the last rank what is left (torch.chunk, DTensor's Shard)
 };
 
+// "tensor_split" or "chunk", as the C API, the CLI and the plan JSON name them.
+const char *split_convention_name(SplitConvention convention);
+
 struct ShardSpec {
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;

@@ -9,6 +9,25 @@ import ctypes
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64,
                     c_void_p)
 
+def c_text(value, what):
+    """value (str) as the NUL-terminated UTF-8 a C call reads. A NUL inside would end the string there, so
+    that "/etc/shadow\\0.safetensors" would reach C as "/etc/shadow": refused, naming where it lies."""
+    at = value.find("\0")
+    if at >= 0:
+        raise ValueError(f"{what} contains a NUL byte at index {at}: C would read only {value[:at]!r}")
+    return value.encode("utf-8")
+
+
+def c_path(value, what):
+    """A path (str, bytes or os.PathLike) as the bytes a C call reads; a NUL inside is refused as in c_text."""
+    import os
+    encoded = os.fsencode(value)
+    at = encoded.find(b"\0")
+    if at >= 0:
+        raise ValueError(f"{what} contains a NUL byte at index {at}: C would read only {encoded[:at]!r}")
+    return encoded
+
+
 # ---- status codes (types.h); pinned, new ones only ever appended ----------
 STATUS_NAMES = (
     "Ok", "InvalidArgument", "RangeOverflow", "InvalidAlignment", "MisalignedOffset", "OffsetOverflow",
@@ -209,6 +228,8 @@ PROTOTYPES = {
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),
                                                            _ERR]),
+    "rootspan_weights_digests": (c_int32, [_P, POINTER(c_void_p), _ERR]),
+    "rootspan_checkpoint_hash": (c_int32, [c_char_p, POINTER(LoadOptions), c_int32, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, POINTER(LoadOptions), POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),

@@ -75,7 +75,7 @@ def import_host(context, handle, buffer, read_only, dtype_code, provider):
     with _views_lock:
         _views[key] = view
     options = _abi.sized(_abi.HostImport)
-    options.provider = provider.encode() if provider is not None else None
+    options.provider = _abi.c_text(provider, "provider") if provider is not None else None
     options.data = view.buf
     options.byte_length = view.len
     options.alignment = _alignment(view.buf or 0)

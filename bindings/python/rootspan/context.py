@@ -114,7 +114,7 @@ def _paths(values, what):
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
             raise TypeError(f"{what} entries must be paths (str or os.PathLike), got {type(item).__name__} {item!r}")
-        out.append(os.fsencode(item))
+        out.append(_abi.c_path(item, what))
     return out
 
 
@@ -253,7 +253,7 @@ class Context:
             raise ValueError(f"memory must be one of {', '.join(_abi.MEMORY_KINDS)}, got {memory!r}")
         handle = self._live("root_allocate")
         options = _abi.sized(_abi.AllocateOptions)
-        options.provider = provider.encode()
+        options.provider = _abi.c_text(provider, "provider")
         options.device = device
         options.memory_kind = _abi.MEMORY_KINDS[memory]
         options.byte_length = nbytes
@@ -280,7 +280,7 @@ class Context:
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
-             read_only=False, split_convention="tensor_split"):
+             read_only=False, split_convention="tensor_split", verify=False, digests=None):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -305,6 +305,13 @@ class Context:
         buffers that uploads to device memory go through (0: 16 MiB, and 4
         buffers).
 
+        verify: hash each file while it is read and raise DigestMismatchError,
+        releasing everything, unless its SHA-256 is the published one (a
+        Hugging Face cache names each large blob by it); digests: a digest
+        manifest (rootspan.inspect.hash_checkpoint, `rootspan hash`) to check
+        against instead, implying verify. weights.digests says what was
+        checked; nothing to check against is NotFoundError.
+
         read_only: with strategy "mmap", False (the default) maps the files
         copy-on-write, so that zero-copy components are writable: a write
         changes this process's copy of the page it touches, never the file.
@@ -312,7 +319,7 @@ class Context:
         read-only, and legacy DLPack consumers are refused)."""
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
-                    revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention)
+                    revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

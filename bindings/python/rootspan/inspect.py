@@ -29,8 +29,8 @@ def inspect(path, revision=None):
         raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
     lib = _library.get()
     options = _abi.sized(_abi.InspectOptions)
-    options.revision = None if revision is None else revision.encode()
-    return _json(lib, lib.rootspan_checkpoint_inspect_with_options, os.fsencode(path), ctypes.byref(options))
+    options.revision = None if revision is None else _abi.c_text(revision, "revision")
+    return _json(lib, lib.rootspan_checkpoint_inspect_with_options, _abi.c_path(path, "path"), ctypes.byref(options))
 
 
 def read_plan(path, rank, world_size, split=None, schema=None, tensors=None, revision=None,
@@ -48,13 +48,27 @@ def read_plan(path, rank, world_size, split=None, schema=None, tensors=None, rev
     return _json(lib, lib.rootspan_checkpoint_read_plan, path_c, ctypes.byref(options))
 
 
+def hash_checkpoint(path, per_tensor=False, world_size=0, split=None, schema=None, tensors=None, revision=None,
+                    split_convention="tensor_split"):
+    """A digest manifest of a checkpoint (what `rootspan hash` writes), as a dict: the SHA-256 and size of every
+    file, and with per_tensor of every component's bytes as each rank of world_size reads them (0: each
+    component whole). Save it as JSON and pass its path as Context.load(..., digests=path)."""
+    from .root import _check_bool
+    from .weights import _path, checkpoint_options
+    path_c = _path(path, "path")
+    _check_bool(per_tensor, "per_tensor")
+    options = checkpoint_options(schema, tensors, revision, 0, world_size, split, split_convention)
+    lib = _library.get()
+    return _json(lib, lib.rootspan_checkpoint_hash, path_c, ctypes.byref(options), 1 if per_tensor else 0)
+
+
 def describe_safetensors_file(path):
     """The description of one safetensors file: {"format", "bytes", "header_bytes", "metadata" (None when the
     header has none), "tensors": [[name, dtype, shape, offset, bytes], ...]} in file order."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be str or os.PathLike, got {type(path).__name__} {path!r}")
     lib = _library.get()
-    return _json(lib, lib.rootspan_safetensors_describe_file, os.fsencode(path))
+    return _json(lib, lib.rootspan_safetensors_describe_file, _abi.c_path(path, "path"))
 
 
 def describe_safetensors(data, name="<memory>"):

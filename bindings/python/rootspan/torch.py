@@ -27,7 +27,8 @@ __all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "load_
            "tensor_of"]
 
 
-def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False):
+def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False, verify=False,
+                 digests=None):
     """(name, tensor) for each tensor of a checkpoint, in file order (shard by shard, by offset), the names
     the checkpoint's own: the shape vLLM's and SGLang's weight iterators consume.
 
@@ -36,14 +37,16 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     only the tensors one matches. strategy: "mmap" (None: the default) or "read". Each tensor's memory goes
     back as soon as the consumer drops it (a tensor moved to a device drops its host copy at once); what was
     never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
-    blocks as uint8 of shape grid + (bytes_per_block,)."""
+    blocks as uint8 of shape grid + (bytes_per_block,). verify: hash every file while it is read and raise
+    DigestMismatchError before the first tensor unless each is the published one (a Hugging Face cache
+    names its blobs by their SHA-256); digests: a digest manifest to check against instead."""
     import fnmatch
     from .inspect import inspect
     from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     entries = inspect(path, revision)["tensors"]
     weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "mmap", tensors=tensors,
-                                         revision=revision, read_only=read_only)
+                                         revision=revision, read_only=read_only, verify=verify, digests=digests)
     try:
         by_name = {c.source_name: c for c in weights.values()}
         for entry in entries:
@@ -61,10 +64,12 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
         weights.close()
 
 
-def load(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False):
+def load(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False, verify=False,
+         digests=None):
     """{name: tensor} of every tensor of a checkpoint (iter_tensors' arguments), in file order: for
     model.load_state_dict(state, assign=True), which keeps the loaded memory instead of copying it."""
-    return dict(iter_tensors(path, device, tensors, revision, strategy, read_only=read_only))
+    return dict(iter_tensors(path, device, tensors, revision, strategy, read_only=read_only, verify=verify,
+                             digests=digests))
 
 
 def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read"):

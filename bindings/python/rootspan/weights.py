@@ -253,6 +253,16 @@ class Weights(collections.abc.Mapping):
                                "weights", f"rootspan_weights_skipped({i}) failed")
             self._skipped[_text(cid.value)] = _text(reason.value)
 
+    @property
+    def digests(self):
+        """What a verified load checked (verify=True or digests=): {"checked", "verified": [{"kind" ("file" or
+        "component"), "name", "bytes", "sha256", "source"}], "unverifiable": [{"file", "reason"}]}; for a load
+        not asked to check, {"checked": False, "verified": [], "unverifiable": []}."""
+        from .inspect import _json
+        handle = self._live("check_digests")
+        lib = self._context._state.lib
+        return _json(lib, lib.rootspan_weights_digests, handle)
+
     def _live(self, operation):
         if self._closed or self._wstate.handle is None:
             raise ValueError(f"{operation}: the weights are closed")
@@ -273,7 +283,8 @@ class Weights(collections.abc.Mapping):
         if not isinstance(component_id, str):
             raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
         index = ctypes.c_size_t()
-        status = self._context._state.lib.rootspan_weights_find(handle, component_id.encode(), ctypes.byref(index))
+        id_c = _abi.c_text(component_id, "component id")
+        status = self._context._state.lib.rootspan_weights_find(handle, id_c, ctypes.byref(index))
         if status == _abi.ERR_NOT_FOUND:
             hint = f" (skipped: {self._skipped[component_id]})" if component_id in self._skipped else ""
             raise KeyError(f"no loaded component has the id {component_id!r}{hint}")
@@ -336,7 +347,7 @@ def _progress_trampoline(callback, failure):
 def _path(value, what):
     if not isinstance(value, (str, bytes, os.PathLike)):
         raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}")
-    return os.fsencode(value)
+    return _abi.c_path(value, what)
 
 
 def _split_rules(rank, world_size, split):
@@ -357,7 +368,7 @@ def _split_rules(rank, world_size, split):
         if isinstance(dimension, bool) or not isinstance(dimension, int) or not -1 <= dimension < 1 << 31:
             raise TypeError(f"split[{pattern!r}] must be a dimension (int >= 0) or -1 to replicate, got "
                             f"{type(dimension).__name__} {dimension!r}")
-        rules.append(_abi.SplitRule(ctypes.sizeof(_abi.SplitRule), pattern.encode(), dimension))
+        rules.append(_abi.SplitRule(ctypes.sizeof(_abi.SplitRule), _abi.c_text(pattern, "split pattern"), dimension))
     return rank, world_size, rules
 
 
@@ -367,7 +378,7 @@ def _patterns(tensors):
         return None
     if isinstance(tensors, (str, bytes)) or not all(isinstance(t, str) for t in tensors):
         raise TypeError(f"tensors must be a list of patterns (str), got {tensors!r}")
-    patterns = [t.encode() for t in tensors]
+    patterns = [_abi.c_text(t, "tensor pattern") for t in tensors]
     return (ctypes.c_char_p * max(len(patterns), 1))(*patterns), len(patterns)
 
 
@@ -393,16 +404,18 @@ def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_s
     if patterns is not None:
         options.tensors = ctypes.cast(patterns[0], ctypes.POINTER(ctypes.c_char_p))
         options.tensor_count = patterns[1]
-    options.revision = None if revision is None else revision.encode()
+    options.revision = None if revision is None else _abi.c_text(revision, "revision")
     options._keep = (rule_array, patterns, schema_c)  # ctypes holds only the addresses
     return options
 
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
-         split_convention="tensor_split"):
+         split_convention="tensor_split", verify=False, digests=None):
     path_c = _path(path, "path")
     _check_bool(read_only, "read_only")
+    _check_bool(verify, "verify")
+    digests_c = None if digests is None else _path(digests, "digests")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
     _check_int(device, "device", bits=32)
@@ -415,12 +428,14 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options = checkpoint_options(schema, tensors, revision, rank, world_size, split, split_convention)
     handle = context._live("weights_load")
     lib = context._state.lib
-    options.provider = provider.encode()
+    options.provider = _abi.c_text(provider, "provider")
     options.device = device
     options.strategy = _abi.LOAD_STRATEGIES[strategy]
     options.staging_buffer_bytes = staging_buffer_bytes
     options.staging_buffer_count = staging_buffer_count
     options.copy_on_write = 0 if read_only else 1
+    options.check_digests = 1 if verify or digests is not None else 0
+    options.digests_path = digests_c
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Verified loads through the program: the example checkpoint placed in a
+Hugging Face cache built here (shards in blobs/ named by their SHA-256, the
+index by a git object id), `load --check-digests` in text and JSON, `hash`
+and `load --digests FILE` (whole files, and per-tensor for one rank of two),
+and the refusals: a flipped byte, a manifest naming a file that is not there,
+a manifest that is not JSON, nothing to check against, `hash --world`
+without --per-tensor.
+
+usage: digests_cli_test.py ROOTSPAN_EXE EXAMPLE_CHECKPOINT_FOLDER
+"""
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import cli_test as c
+
+COMMIT = "e" * 40
+
+
+def make_cache(example, root):
+    repo = os.path.join(root, "models--org--example")
+    snapshot = os.path.join(repo, "snapshots", COMMIT)
+    os.makedirs(os.path.join(repo, "blobs"))
+    os.makedirs(snapshot)
+    os.makedirs(os.path.join(repo, "refs"))
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(COMMIT)
+    blobs = {}
+    for name in sorted(os.listdir(example)):
+        if not name.startswith("model"):
+            continue
+        with open(os.path.join(example, name), "rb") as f:
+            data = f.read()
+        if name.endswith(".json"):
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        else:
+            blob = hashlib.sha256(data).hexdigest()
+        shutil.copyfile(os.path.join(example, name), os.path.join(repo, "blobs", blob))
+        os.symlink(os.path.join("..", "..", "blobs", blob), os.path.join(snapshot, name))
+        blobs[name] = os.path.join(repo, "blobs", blob)
+    return repo, blobs
+
+
+def test_cache(repo):
+    r = c.run("load", repo, "--provider", "host", "--check-digests")
+    c.check(r.returncode == 0, "load --check-digests: exit 0: %s" % r.stderr)
+    c.check("digests: 2 files" in r.stdout and "match their published SHA-256 (from the cache blob name)" in r.stdout,
+            "the text says what was checked: %r" % r.stdout)
+    c.check("not verifiable: model.safetensors.index.json" in r.stdout, "and what could not be: %r" % r.stdout)
+    r = c.run("load", repo, "--provider", "host", "--check-digests", "--json")
+    if c.check(r.returncode == 0, "load --check-digests --json: %s" % r.stderr):
+        digests = json.loads(r.stdout)["digests"]
+        c.check([d["name"] for d in digests["verified"]] ==
+                ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"], "verified: %r" % digests)
+    r = c.run("load", repo, "--provider", "host", "--json")
+    c.check(r.returncode == 0 and "digests" not in json.loads(r.stdout), "no digests key without the check")
+
+
+def test_manifests(repo, work):
+    manifest = os.path.join(work, "digests.json")
+    r = c.run("hash", repo, "-o", manifest)
+    c.check(r.returncode == 0 and "wrote" in r.stdout and "3 files" in r.stdout, "hash -o: %r %r" % (r.stdout, r.stderr))
+    r = c.run("hash", repo, "--json")
+    c.check(r.returncode == 0 and len(json.loads(r.stdout)["files"]) == 3, "hash --json prints the manifest")
+    r = c.run("load", repo, "--provider", "host", "--digests", manifest, "--strategy", "read")
+    c.check(r.returncode == 0 and "from the digest manifest" in r.stdout, "load --digests: %r %r" % (r.stdout, r.stderr))
+    per_rank = os.path.join(work, "ranks.json")
+    split = ["--world", "2", "--split", "*embed*=0"]
+    r = c.run("hash", repo, "--per-tensor", *split, "-o", per_rank)
+    c.check(r.returncode == 0 and "each of 2 rank(s)" in r.stdout, "hash --per-tensor --world 2: %r" % r.stdout)
+    r = c.run("load", repo, "--provider", "host", "--digests", per_rank, "--rank", "1", *split, "--json")
+    if c.check(r.returncode == 0, "load rank 1 --digests: %s" % r.stderr):
+        doc = json.loads(r.stdout)
+        components = [d for d in doc["digests"]["verified"] if d["kind"] == "component"]
+        c.check(sum(d["bytes"] for d in components) == doc["bytes_read"],
+                "the components hashed are exactly what rank 1 read")
+    with open(manifest) as f:
+        extra = json.load(f)
+    extra["files"]["model-00003-of-00003.safetensors"] = extra["files"]["model-00001-of-00002.safetensors"]
+    extra_path = os.path.join(work, "extra.json")
+    with open(extra_path, "w") as f:
+        json.dump(extra, f)
+    c.expect_error("a manifest naming a missing file", ["load", repo, "--provider", "host", "--digests", extra_path],
+                   3, "DigestMismatch", ['names file "model-00003-of-00003.safetensors"'], "check_digests")
+    not_json = os.path.join(work, "not.json")
+    with open(not_json, "w") as f:
+        f.write("[1,")
+    c.expect_error("a manifest that is not JSON", ["load", repo, "--provider", "host", "--digests", not_json],
+                   3, "InvalidArgument", ["not.json", "not valid JSON"], "read_digests")
+    c.expect_usage("hash --world without --per-tensor", ["hash", repo, "--world", "2"])
+
+
+def test_damage(repo, blobs, example):
+    blob = blobs["model-00002-of-00002.safetensors"]
+    with open(blob, "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 0xFF]))
+    c.expect_error("a flipped byte", ["load", repo, "--provider", "host", "--check-digests"], 3, "DigestMismatch",
+                   ['file "model-00002-of-00002.safetensors" is not the published one',
+                    "expected " + os.path.basename(blob)], "check_digests")
+    c.expect_error("outside a cache", ["load", example, "--provider", "host", "--check-digests"], 3, "NotFound",
+                   ["nothing to check the digests of"], "check_digests")
+
+
+def main():
+    c.EXE, example = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="rootspan-digests-cli-") as tmp:
+        c.WORK = tmp
+        repo, blobs = make_cache(example, tmp)
+        test_cache(repo)
+        test_manifests(repo, tmp)
+        test_damage(repo, blobs, example)
+    return c.report()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+#include "weights/digests/parallel_hasher.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/sha256.hpp"
+#include "core/text/quoting.hpp"
+
+namespace rootspan::weights {
+
+namespace {
+
+constexpr const char *kOperation = "check_digests";
+// Large enough that a read costs little per byte, small enough that a stop
+// is seen within milliseconds and a worker's buffer stays small.
+constexpr std::uint64_t kChunk = std::uint64_t{4} << 20;
+
+}  // namespace
+
+std::uint64_t DigestJob::bytes() const {
+  std::uint64_t n = 0;
+  for (const FileRange &r : ranges) n += r.length;
+  return n;
+}
+
+ParallelHasher::ParallelHasher(std::vector<DigestJob> jobs, unsigned threads)
+    : jobs_(std::move(jobs)), results_(jobs_.size()), order_(jobs_.size()) {
+  for (const DigestJob &job : jobs_) total_ += job.bytes();
+  std::iota(order_.begin(), order_.end(), std::size_t{0});
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](std::size_t a, std::size_t b) { return jobs_[a].bytes() > jobs_[b].bytes(); });
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t count = std::min<std::size_t>(threads, jobs_.size());
+  workers_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) workers_.emplace_back([this] { work(); });
+}
+
+ParallelHasher::~ParallelHasher() {
+  stop_ = true;
+  for (std::thread &worker : workers_) worker.join();
+}
+
+Result<std::string> ParallelHasher::hash(const DigestJob &job, std::vector<std::byte> &buffer) {
+  Sha256 sha;
+  for (const FileRange &range : job.ranges) {
+    for (std::uint64_t done = 0; done < range.length;) {
+      if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
+      const std::size_t n = static_cast<std::size_t>(std::min(kChunk, range.length - done));
+      if (buffer.size() < n) buffer.resize(n);
+      BOOST_OUTCOME_TRY(range.file->read_exact({buffer.data(), n}, range.offset + done));
+      sha.update({buffer.data(), n});
+      done += n;
+      done_.fetch_add(n, std::memory_order_relaxed);
+    }
+  }
+  return sha.hex_digest();
+}
+
+void ParallelHasher::work() {
+  std::vector<std::byte> buffer;
+  for (;;) {
+    const std::size_t slot = next_.fetch_add(1);
+    if (slot >= order_.size()) return;
+    const std::size_t index = order_[slot];
+    Result<std::string> result = make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
+    try {
+      if (!stop_) result = hash(jobs_[index], buffer);
+    } catch (const std::bad_alloc &) {
+      result = make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, kOperation, "cannot allocate a SHA-256 digest or its buffer");
+    }
+    {
+      const std::lock_guard lock(results_mutex_);
+      results_[index] = std::move(result);
+      finished_.fetch_add(1);
+    }
+    job_ended_.notify_all();
+  }
+}
+
+std::optional<Diagnostic> ParallelHasher::failure(std::size_t index) const {
+  const DigestJob &job = jobs_[index];
+  const Result<std::string> &result = *results_[index];
+  if (!result) return result.error();
+  if (job.expected.empty() || result.value() == job.expected) return std::nullopt;
+  return make_error(ROOTSPAN_ERR_DIGEST_MISMATCH, kOperation,
+                    job.kind + " " + quoted_text(job.name) + " is not the published one: its SHA-256 is " +
+                        result.value() + ", expected " + job.expected + " (from the " + job.source + ")");
+}
+
+Result<std::vector<DigestOutcome>> ParallelHasher::wait(const std::function<Result<void>()> &poll) {
+  for (;;) {
+    {
+      std::unique_lock lock(results_mutex_);
+      job_ended_.wait_for(lock, std::chrono::milliseconds(50), [this] { return finished_.load() == jobs_.size(); });
+      // A job that failed ends the wait at once: the load fails either way.
+      for (std::size_t i = 0; i < jobs_.size(); ++i) {
+        if (!results_[i]) continue;
+        if (auto failed = failure(i)) {
+          stop_ = true;
+          return *failed;
+        }
+      }
+      if (finished_.load() == jobs_.size()) break;
+    }
+    if (auto polled = poll(); !polled) {
+      stop_ = true;
+      return polled.error();
+    }
+  }
+  std::vector<DigestOutcome> outcomes;
+  const std::lock_guard lock(results_mutex_);
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    const DigestJob &job = jobs_[i];
+    outcomes.push_back({job.kind, job.name, job.source, results_[i]->value(), job.bytes()});
+  }
+  return outcomes;
+}
+
+}  // namespace rootspan::weights
