@@ -55,7 +55,8 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS,
 // component's layout (read_only ... shape) to the component info, then the
 // staging ring's size to the load options; 0.3.0 copy_on_write to the load
 // options and source_name to the component info; 0.4.0 split_convention,
-// check_digests and digests_path to the load options.
+// check_digests and digests_path to the load options, gguf_type to the
+// component info.
 ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
@@ -66,7 +67,8 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
 ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO,
                          ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy),
                          ROOTSPAN_STRUCT_END(rootspan_component_info, shape),
-                         ROOTSPAN_STRUCT_END(rootspan_component_info, source_name));
+                         ROOTSPAN_STRUCT_END(rootspan_component_info, source_name),
+                         ROOTSPAN_STRUCT_END(rootspan_component_info, gguf_type));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_inspect_options, revision));
 

@@ -223,8 +223,12 @@ typedef struct rootspan_component_info {
   const char *source_name; /* out: the checkpoint's own name of the component's first source tensor (with the
                               default schema, the one tensor it is, even where that name is not a valid component
                               id); lives as long as the weights */
+  /* Added in 0.4.0. */
+  int32_t gguf_type; /* out: the ggml type id (GGML_TYPE_*: 0 F32, 1 F16, 8 Q8_0, ...) of the GGUF tensor the
+                        component is (or is a slice of), as an engine's GGUF loader wants it beside the raw
+                        blocks; -1 when its source is not one GGUF tensor */
 } rootspan_component_info;
-#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD source_name
+#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD gguf_type
 #define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);

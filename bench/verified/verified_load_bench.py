@@ -91,11 +91,13 @@ def load_seconds(exe, folder, strategy, manifest):
 
 
 def hash_alone(path):
+    """SHA-256 of one file on one core, as fast as Python's OpenSSL binding goes: 256 KiB reads into fresh
+    buffers (a reused 16-byte-aligned buffer copies slower)."""
     sha = hashlib.sha256()
     start = time.perf_counter()
     with open(path, "rb", buffering=0) as f:
         while True:
-            chunk = f.read(4 << 20)
+            chunk = f.read(256 << 10)
             if not chunk:
                 break
             sha.update(chunk)

@@ -331,7 +331,7 @@ std::vector<Contract> StructSizeContract::contracts() {
        ROOTSPAN_ERR_UNSUPPORTED},
       {STRUCT(rootspan_component_info, COMPONENT_INFO),
        {END(rootspan_component_info, zero_copy), END(rootspan_component_info, shape),
-        END(rootspan_component_info, source_name)},
+        END(rootspan_component_info, source_name), END(rootspan_component_info, gguf_type)},
        alignof(rootspan_component_info),
        true,
        {},

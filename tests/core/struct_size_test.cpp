@@ -34,7 +34,8 @@ TEST_F(StructSize, PublishedSizesEndAtTheLastField) {
   EXPECT_EQ(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, offsetof(rootspan_allocate_options, dtype) + sizeof(rootspan_dtype));
   EXPECT_LT(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, sizeof(rootspan_allocate_options));  // padding left out
   EXPECT_EQ(ROOTSPAN_HOST_IMPORT_STRUCT_SIZE, sizeof(rootspan_host_import));
-  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, offsetof(rootspan_component_info, source_name) + sizeof(const char *));
+  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, offsetof(rootspan_component_info, gguf_type) + sizeof(std::int32_t));
+  EXPECT_LT(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, sizeof(rootspan_component_info));  // padding left out
 }
 
 TEST_F(StructSize, AllocateOptionsEndingInsideTheProviderPointerAreRefused) {

@@ -1,4 +1,5 @@
 // The extern "C" entry points of weights.h.
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -76,6 +77,7 @@ rootspan_component_info info_of(const weights::LoadedComponent &c) {
   info.rank = static_cast<std::uint32_t>(c.dimensions.size());
   info.shape = c.dimensions.empty() ? nullptr : c.dimensions.data();
   info.source_name = c.source.c_str();
+  info.gguf_type = c.gguf_type;
   return info;
 }
 
@@ -222,6 +224,28 @@ Result<std::vector<weights::ComponentPayload>> payloads_read(Prepared &prepared)
   return weights::sliced_payloads(prepared.resolved.payloads, *prepared.plan);
 }
 
+// The ggml type of each payload's GGUF source tensor: a payload of one
+// source tensor (or of slices of one) has that tensor's type; -1 otherwise.
+std::vector<std::int32_t> gguf_types(const weights::Checkpoint &checkpoint,
+                                     std::span<const weights::ComponentPayload> payloads) {
+  std::vector<std::int32_t> types(payloads.size(), -1);
+  if (!checkpoint.is_gguf()) return types;
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    const std::vector<std::string> &sources = payloads[i].component().sources;
+    if (sources.empty() ||
+        std::any_of(sources.begin(), sources.end(), [&](const std::string &s) { return s != sources.front(); })) {
+      continue;
+    }
+    for (const weights::Shard &shard : checkpoint.shards()) {
+      if (const weights::GgufTensor *t = shard.gguf->find_tensor(sources.front())) {
+        types[i] = static_cast<std::int32_t>(t->type->id);
+        break;
+      }
+    }
+  }
+  return types;
+}
+
 // The digests a verified load checks (none when it asks for no check).
 Result<weights::DigestPlan> digest_plan(const rootspan_load_options &o, const Prepared &prepared,
                                         std::span<const weights::ComponentPayload> payloads) {
@@ -299,9 +323,13 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
+    const std::vector<std::int32_t> types = gguf_types(prepared.value().checkpoint, payloads.value());
     weights::ResolvedSchema resolved{std::move(payloads).value(), std::move(prepared.value().resolved.skipped)};
     auto loaded = weights::load_components(ctx, prepared.value().checkpoint, std::move(resolved), load);
     if (!loaded) return loaded.error();
+    for (std::size_t i = 0; i < loaded.value().components.size(); ++i) {
+      loaded.value().components[i].gguf_type = types.at(i);  // the components are the payloads, in order
+    }
     *out = new rootspan_weights(&ctx, std::move(loaded).value());
     auto &checked = (*out)->result.digests;
     checked.insert(checked.begin(), digests.value().checked.begin(), digests.value().checked.end());

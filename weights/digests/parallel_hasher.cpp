@@ -12,9 +12,17 @@ namespace rootspan::weights {
 namespace {
 
 constexpr const char *kOperation = "check_digests";
-// Large enough that a read costs little per byte, small enough that a stop
-// is seen within milliseconds and a worker's buffer stays small.
-constexpr std::uint64_t kChunk = std::uint64_t{4} << 20;
+// Small enough that the chunk a read copies is still in the core's cache
+// when SHA-256 reads it (4 MiB chunks hashed 1.5x slower), and that a stop is
+// seen within a millisecond; large enough that a read costs little per byte.
+constexpr std::uint64_t kChunk = std::uint64_t{256} << 10;
+// The kernel copies page-cache pages into a page-aligned buffer at full speed;
+// into malloc's 16-byte-aligned large blocks it ran about half as fast here.
+constexpr std::size_t kBufferAlignment = 4096;
+
+struct AlignedFree {
+  void operator()(std::byte *p) const { ::operator delete[](p, std::align_val_t{kBufferAlignment}); }
+};
 
 }  // namespace
 
@@ -41,15 +49,14 @@ ParallelHasher::~ParallelHasher() {
   for (std::thread &worker : workers_) worker.join();
 }
 
-Result<std::string> ParallelHasher::hash(const DigestJob &job, std::vector<std::byte> &buffer) {
+Result<std::string> ParallelHasher::hash(const DigestJob &job, std::byte *buffer) {
   Sha256 sha;
   for (const FileRange &range : job.ranges) {
     for (std::uint64_t done = 0; done < range.length;) {
       if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
       const std::size_t n = static_cast<std::size_t>(std::min(kChunk, range.length - done));
-      if (buffer.size() < n) buffer.resize(n);
-      BOOST_OUTCOME_TRY(range.file->read_exact({buffer.data(), n}, range.offset + done));
-      sha.update({buffer.data(), n});
+      BOOST_OUTCOME_TRY(range.file->read_exact({buffer, n}, range.offset + done));
+      sha.update({buffer, n});
       done += n;
       done_.fetch_add(n, std::memory_order_relaxed);
     }
@@ -58,14 +65,17 @@ Result<std::string> ParallelHasher::hash(const DigestJob &job, std::vector<std::
 }
 
 void ParallelHasher::work() {
-  std::vector<std::byte> buffer;
+  std::unique_ptr<std::byte[], AlignedFree> buffer;
   for (;;) {
     const std::size_t slot = next_.fetch_add(1);
     if (slot >= order_.size()) return;
     const std::size_t index = order_[slot];
     Result<std::string> result = make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
     try {
-      if (!stop_) result = hash(jobs_[index], buffer);
+      if (!buffer) {
+        buffer.reset(new (std::align_val_t{kBufferAlignment}) std::byte[kChunk]);
+      }
+      if (!stop_) result = hash(jobs_[index], buffer.get());
     } catch (const std::bad_alloc &) {
       result = make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, kOperation, "cannot allocate a SHA-256 digest or its buffer");
     }

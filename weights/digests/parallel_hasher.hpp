@@ -68,7 +68,7 @@ class ParallelHasher {
 
  private:
   void work();
-  Result<std::string> hash(const DigestJob &job, std::vector<std::byte> &buffer);
+  Result<std::string> hash(const DigestJob &job, std::byte *buffer);  // buffer: one chunk
   // The error of a finished job: its read error, or its digest mismatch.
   std::optional<Diagnostic> failure(std::size_t index) const;
 

@@ -67,6 +67,7 @@ struct LoadedComponent {
   Encoding encoding = DenseEncoding{};
   rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;  // the physical element type: U8 for block-quantized bytes
   std::vector<std::uint64_t> dimensions;       // for block-quantized bytes, the block grid
+  std::int32_t gguf_type = -1;                 // the ggml type id of its one GGUF source tensor, or -1
 };
 
 struct LoadResult {

@@ -159,7 +159,9 @@ class ComponentInfo(Structure):
                 ("format_id", c_char_p), ("values_per_block", c_uint64), ("bytes_per_block", c_uint64),
                 ("rank", c_uint32), ("shape", POINTER(c_uint64)),
                 # appended later: the checkpoint's name of the first source tensor
-                ("source_name", c_char_p)]
+                ("source_name", c_char_p),
+                # appended in 0.4.0: the ggml type id of a GGUF source tensor (-1: none)
+                ("gguf_type", c_int32)]
 
 
 def sized(struct_type):

@@ -130,7 +130,9 @@ class Component(_Exportable):
     and numpy_dtype its numpy dtype, or None where numpy has none. shape is the
     schema's: for a block-quantized component, the block grid. The exported
     tensor (numpy(), DLPack) of a block-quantized component is U8 with shape
-    grid + (bytes_per_block,)."""
+    grid + (bytes_per_block,). gguf_type is the ggml type id (GGML_TYPE_*) of
+    the GGUF tensor it is, or None: with the raw blocks, what an engine's GGUF
+    loader wants (vLLM's qweight_type); format_id ("gguf.q8_0") names it."""
 
     def __init__(self, weights, index, info):
         self._wstate = weights._wstate  # not the Weights object: no reference cycle
@@ -154,6 +156,7 @@ class Component(_Exportable):
         self.encoding = _abi.ENCODINGS[info.encoding] if 0 <= info.encoding < len(_abi.ENCODINGS) else \
             str(info.encoding)
         self.format_id = _text(info.format_id)
+        self.gguf_type = info.gguf_type if info.gguf_type >= 0 else None
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
         self.shape = tuple(info.shape[i] for i in range(info.rank))

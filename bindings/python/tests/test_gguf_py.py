@@ -75,6 +75,39 @@ class WrittenByGgufPy(unittest.TestCase):
         self.assertEqual((bf16.dtype, tuple(bf16.shape)), (torch.bfloat16, (8, 64)))
         self.assertEqual(bf16.reshape(-1).view(torch.uint8).numpy().tobytes(), self.raw("blk.0.attn_k.weight"))
 
+    def test_every_component_names_its_ggml_type(self):
+        with rootspan.Context(manifests=[]) as ctx, ctx.load(self.path) as weights:
+            for tensor in self.reader.tensors:
+                self.assertEqual(weights[tensor.name].gguf_type, int(tensor.tensor_type), tensor.name)
+
+    def test_a_split_set_written_by_gguf_py_loads_as_the_single_file(self):
+        folder = os.path.join(self._dir.name, "split")
+        os.makedirs(folder)
+        writer = gguf.GGUFWriter(os.path.join(folder, "model.gguf"), "llama", split_max_tensors=2)
+        writer.add_block_count(1)
+        for name, data in self.source.items():
+            qtype = self.types[name]
+            if qtype == Q.F32:
+                writer.add_tensor(name, data)
+            elif qtype == Q.F16:
+                writer.add_tensor(name, data.astype(numpy.float16))
+            else:
+                writer.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        parts = sorted(os.listdir(folder))
+        self.assertEqual(parts, [f"model-0000{i}-of-00003.gguf" for i in (1, 2, 3)])
+        whole = rootspan.torch.load(self.path)
+        for part in (parts[0], parts[2]):  # any part names the set
+            split = rootspan.torch.load(os.path.join(folder, part))
+            self.assertEqual(list(split), list(whole), part)
+            for name in whole:
+                self.assertTrue(torch.equal(split[name].view(torch.uint8), whole[name].view(torch.uint8)), name)
+        with rootspan.Context(manifests=[]) as ctx, ctx.load(os.path.join(folder, parts[1])) as weights:
+            self.assertEqual(weights["blk.0.attn_q.weight"].gguf_type, int(Q.Q8_0))
+
     def test_quantized_tensors_are_their_blocks_zero_copy(self):
         state = rootspan.torch.load(self.path)
         with rootspan.Context(manifests=[]) as ctx, ctx.load(self.path) as weights:
@@ -86,6 +119,7 @@ class WrittenByGgufPy(unittest.TestCase):
                                   component.bytes_per_block), ("block_quantized", f"gguf.{qtype.name.lower()}",
                                                                values, nbytes), name)
                 self.assertTrue(component.zero_copy, name)
+                self.assertEqual(component.gguf_type, int(qtype), name)
                 rows, columns = self.source[name].shape
                 blocks = state[name]
                 self.assertEqual((blocks.dtype, tuple(blocks.shape)), (torch.uint8, (rows, columns // values, nbytes)))
