@@ -94,9 +94,12 @@ def test_cache_repository():
     c.expect_error("--revision on a plain folder", ["inspect", snapshot, "--revision", "main"], 3,
                    "InvalidCheckpoint", ["applies only to a Hugging Face cache repository folder"])
     # refs/main naming a missing snapshot; no refs/main at all.
-    c.write(os.path.join(repo, "refs", "main"), "deadbeef\n")
+    c.write(os.path.join(repo, "refs", "main"), "deadbeef" * 5 + "\n")
     c.expect_error("refs/main names a missing snapshot", ["inspect", repo], 3, "InvalidCheckpoint",
-                   ['refs/main names commit "deadbeef"', "no snapshot folder", listed])
+                   ['refs/main names commit "%s"' % ("deadbeef" * 5), "no snapshot folder", listed])
+    c.write(os.path.join(repo, "refs", "main"), "deadbeef\n")
+    c.expect_error("refs/main holding no commit hash", ["inspect", repo], 3, "InvalidCheckpoint",
+                   ["refs/main does not hold a commit hash", "not shown", listed])
     os.remove(os.path.join(repo, "refs", "main"))
     c.expect_error("no refs/main", ["load", repo, "--provider", "host"], 3, "InvalidCheckpoint",
                    ["without refs/main", "pass a revision", listed])

@@ -208,30 +208,32 @@ TEST_F(CheckpointOptionsTest, ARevisionPicksTheSnapshotOfACacheRepository) {
   const fs::path repo = dir_.path() / "models--org--name";
   write_safetensors(dir_, "models--org--name/blobs/one", {{"w", "F32", {4}}}, 1);
   write_safetensors(dir_, "models--org--name/blobs/two", {{"w", "F32", {4}}, {"extra", "F32", {2}}}, 2);
-  dir_.write_text("models--org--name/refs/main", "c1\n");
-  for (const auto &[commit, blob] : {std::pair{"c1", "one"}, std::pair{"c2", "two"}}) {
+  const std::string c1(40, 'c'), c2(40, 'd');  // commits, as a cache names its snapshots
+  dir_.write_text("models--org--name/refs/main", c1 + "\n");
+  for (const auto &[commit, blob] : {std::pair{c1, "one"}, std::pair{c2, "two"}}) {
     fs::create_directories(repo / "snapshots" / commit);
     fs::create_symlink(fs::path("../../blobs") / blob, repo / "snapshots" / commit / "model.safetensors");
   }
   rootspan_load_options o = options();
   ASSERT_EQ(load(repo, o), ROOTSPAN_OK) << message();
   EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"w"}));
-  o.revision = "c2";
+  o.revision = c2.c_str();
   ASSERT_EQ(load(repo, o), ROOTSPAN_OK) << message();
   EXPECT_EQ(loaded_ids(), (std::vector<std::string>{"extra", "w"}));
-  o.revision = "../c2";
+  const std::string escape = "../" + c2;
+  o.revision = escape.c_str();
   ASSERT_EQ(load(repo, o), ROOTSPAN_ERR_INVALID_CHECKPOINT) << message();
   EXPECT_NE(message().find("'..'"), std::string::npos) << message();
-  EXPECT_NE(message().find("snapshots: \"c1\", \"c2\""), std::string::npos) << message();
+  EXPECT_NE(message().find("snapshots: \"" + c1 + "\", \"" + c2 + "\""), std::string::npos) << message();
   EXPECT_EQ(live_roots(), 0u);
 
   rootspan_inspect_options i{};
   i.struct_size = sizeof i;
-  i.revision = "c2";
+  i.revision = c2.c_str();
   const nlohmann::json document = inspect(repo, &i);
   ASSERT_FALSE(document.is_null()) << message();
   EXPECT_EQ(document["tensors"].size(), 2u);
-  EXPECT_EQ(document["folder"], (repo / "snapshots" / "c2").string());
+  EXPECT_EQ(document["folder"], (repo / "snapshots" / c2).string());
 }
 
 // ---- inspect with a schema -----------------------------------------------------

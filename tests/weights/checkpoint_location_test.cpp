@@ -4,9 +4,13 @@
 // real symbolic links, the hostile ones included: links into a sibling
 // repository, to /etc/passwd, chains, links to folders, FIFOs and loops.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -123,14 +127,26 @@ TEST(CheckpointLocation, BrokenRefsAndRevisionsAreRefusedListingTheSnapshots) {
   const std::string listed = std::string("snapshots: \"") + kCommit + "\"";
 
   // refs/main naming a snapshot that is not there.
-  dir.write_text("models--org--name/refs/main", "ffff\n");
+  const std::string missing(40, 'f');
+  dir.write_text("models--org--name/refs/main", missing + "\n");
   EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"models--org--name", "refs/main names commit \"ffff\"", "no snapshot folder snapshots/ffff",
-                         listed, "pass a revision"}));
-  // refs/main that tries to leave snapshots/.
-  dir.write_text("models--org--name/refs/main", "../../../etc\n");
-  EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"refs/main names \"../../../etc\"", "not a commit name", "'..'", listed}));
+                        {"models--org--name", "refs/main names commit \"" + missing + "\"",
+                         "no snapshot folder snapshots/" + missing, listed, "pass a revision"}));
+  // refs/main that tries to leave snapshots/, or holds any text but a commit
+  // hash: refused, and its text never echoed (it may be a secret's).
+  for (const std::string text : {"../../../etc\n", "ffff\n", "root:x:0:0:secret\n"}) {
+    dir.write_text("models--org--name/refs/main", text);
+    auto opened = Checkpoint::open(cache.repo);
+    EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                          {"refs/main does not hold a commit hash (40 lowercase hex digits", "not shown", listed}));
+    const std::string shown = text.substr(0, text.size() - 1);  // the text without its newline
+    if (!opened) EXPECT_EQ(opened.error()->message().find(shown), std::string::npos) << text;
+  }
+  // refs/main a link to a file outside the repository: never read.
+  const fs::path secret = dir.write_text("secret-token", std::string(40, 'a'));
+  fs::remove(cache.repo / "refs/main");
+  fs::create_symlink(secret, cache.repo / "refs/main");
+  EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"refs/main", "leads out of"}));
   // No refs/main at all.
   fs::remove(cache.repo / "refs/main");
   EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT,
@@ -142,6 +158,8 @@ TEST(CheckpointLocation, BrokenRefsAndRevisionsAreRefusedListingTheSnapshots) {
   for (const auto &[revision, rule] : std::vector<std::pair<std::string, std::string>>{{"../x", "'..'"},
                                                                                        {"..", "'..'"},
                                                                                        {"a/b", "contains '/'"},
+                                                                                       {"refs/main", "contains '/'"},
+                                                                                       {"pr/x", "contains '/'"},
                                                                                        {"refs\\main", "contains '\\'"},
                                                                                        {"", "it is empty"},
                                                                                        {".", "it is '.'"},
@@ -150,6 +168,21 @@ TEST(CheckpointLocation, BrokenRefsAndRevisionsAreRefusedListingTheSnapshots) {
                           {"revision", "is not a single branch, tag or commit name", rule, listed}))
         << revision;
   }
+  // A pull request's ref, as the hub names it and as the cache stores it.
+  const std::string pr_commit(40, 'b');
+  fs::create_directories(cache.repo / "snapshots" / pr_commit);
+  fs::create_symlink(fs::path("../../blobs/aaa1"), cache.repo / "snapshots" / pr_commit / kFile1);
+  fs::create_symlink(fs::path("../../blobs/bbb2"), cache.repo / "snapshots" / pr_commit / kFile2);
+  fs::copy_file(cache.snapshot / "model.safetensors.index.json",
+                cache.repo / "snapshots" / pr_commit / "model.safetensors.index.json");
+  dir.write_text("models--org--name/refs/pr/7", pr_commit);
+  for (const std::string revision : {"refs/pr/7", "pr/7"}) {
+    auto opened = Checkpoint::open(cache.repo, revision);
+    ASSERT_TRUE(opened) << revision << ": " << opened.error()->message();
+    EXPECT_EQ(opened.value().folder().filename(), pr_commit) << revision;
+  }
+  EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo, std::string("refs/pr/8")), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"there is no refs/pr/8", "never downloaded"}));
   // A revision that names neither a ref nor a snapshot.
   EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo, std::string("v9")), ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"revision \"v9\" names no ref in refs/", "no snapshot folder snapshots/v9", listed}));
@@ -325,6 +358,54 @@ TEST(CheckpointLocation, ALinkToAFolderIsRefused) {
   fs::create_directory_symlink(outside.path(), cache.snapshot / kFile1);
   EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"leads out of the checkpoint's trusted folders", real(outside.path()).string()}));
+}
+
+TEST(CheckpointLocation, AnIndexBehindAMemfdIsRefusedAndTrustsNothing) {
+  // The index a link to /proc/self/fd/N of a memfd: its real path reads back
+  // as "/memfd:index (deleted)", whose folder "/" would trust every shard link.
+  TempDir dir;
+  const std::string index = index_for(kFile1, kFile2);
+  const int memfd = ::memfd_create("index", 0);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(::write(memfd, index.data(), index.size()), static_cast<ssize_t>(index.size()));
+  fs::create_symlink("/proc/self/fd/" + std::to_string(memfd), dir.path() / "model.safetensors.index.json");
+  fs::create_symlink("/etc/passwd", dir.path() / kFile1);
+  dir.write(kFile2, safetensors_file(kShard2));
+  EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"model.safetensors.index.json", "does not lead back to it (a deleted file, a memfd"}));
+  ::close(memfd);
+}
+
+TEST(CheckpointLocation, AFileSwappedForAFifoDuringTheGgufSniffNeverHangs) {
+  // A checkpoint named by a file whose name says nothing of its format is
+  // sniffed for the GGUF magic after a stat. Another thread swaps the name
+  // between a regular file and a FIFO with no writer as fast as it can: a
+  // blocking open in the sniff would hang this test (and meson's timeout
+  // fails it); every open must end, as a checkpoint or as a refusal.
+  TempDir dir;
+  const fs::path name = dir.path() / "weights.bin";
+  const fs::path regular = dir.write("regular", safetensors_file(kShard1));
+  const fs::path fifo = dir.path() / "fifo";
+  std::atomic<bool> done{false};
+  std::thread swapper([&] {
+    for (bool use_fifo = false; !done; use_fifo = !use_fifo) {
+      if (use_fifo) {
+        ::mkfifo(fifo.c_str(), 0600);
+        ::rename(fifo.c_str(), name.c_str());
+      } else {
+        fs::copy_file(regular, dir.path() / "copy", fs::copy_options::overwrite_existing);
+        ::rename((dir.path() / "copy").c_str(), name.c_str());
+      }
+    }
+  });
+  int ended = 0;
+  for (int i = 0; i < 20000; ++i) {
+    (void)Checkpoint::open(name);
+    ++ended;
+  }
+  done = true;
+  swapper.join();
+  EXPECT_EQ(ended, 20000);
 }
 
 TEST(CheckpointLocation, AShardThatIsAFifoOrAFolderIsRefusedWithoutHanging) {

@@ -229,6 +229,24 @@ TEST(GgufRefuses, KeysThatAreNotUtf8) {
   EXPECT_TRUE(Refused(w, {"key #0", "is not valid UTF-8"}));
 }
 
+TEST(GgufRefuses, KeysThatAreNotTheFormatsDottedAsciiNames) {
+  const auto refused = [](const std::string &key, std::string_view fragment) {
+    GgufWriter w;
+    w.u32("general.alignment_ok", 1).u32(key, 2);
+    return Refused(w, {"key #1", fragment});
+  };
+  EXPECT_TRUE(refused("", "the key is empty"));
+  EXPECT_TRUE(refused("general..name", "key \"general..name\" has an empty segment at byte 8"));
+  EXPECT_TRUE(refused(".name", "empty segment at byte 0"));
+  EXPECT_TRUE(refused("general.", "ends with '.'"));
+  EXPECT_TRUE(refused("general name", "holds \" \" at byte 7"));
+  EXPECT_TRUE(refused("g\xc3\xa9n\xc3\xa9ral.name", "at byte 1 of the key"));
+  // What converters write is accepted: digits, '_', '-', capitals.
+  GgufWriter ok;
+  ok.u32("general.base_model.0.name", 1).u32("tokenizer.ggml.pre-v2", 2).u32("Vendor.Key_X", 3);
+  EXPECT_TRUE(parse(ok)) << "valid dotted names";
+}
+
 TEST(GgufRefuses, DuplicateTensorNames) {
   GgufWriter w;
   w.tensor("a", 0, {4}).tensor("b", 0, {4}).tensor("a", 0, {4});

@@ -90,6 +90,14 @@ TEST(ComponentSchema, ParsesAValidSchema) {
   EXPECT_EQ(schema.value().find("nope"), nullptr);
 }
 
+TEST(ComponentSchema, ASourceNamedTwiceInOneComponentIsRefused) {
+  // One small tensor named thousands of times would make a packed copy
+  // thousands of times its size: each source is held once.
+  auto twice = with_component([](json &c) { c["sources"] = {"gate", "up", "gate"}; });
+  EXPECT_TRUE(FailsWith(twice, ROOTSPAN_ERR_INVALID_SCHEMA,
+                        {"s.json", "sources[2] names tensor \"gate\" again (first at sources[0])"}));
+}
+
 TEST(ComponentSchema, TheExampleInConfigIsValid) {
   const std::string path = std::string(ROOTSPAN_SOURCE_ROOT) + "/config/examples/weight-schema.json";
   auto schema = load_component_schema(path);

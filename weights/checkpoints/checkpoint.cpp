@@ -1,5 +1,7 @@
 #include "weights/checkpoints/checkpoint.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <system_error>
 
@@ -133,8 +135,27 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
   std::error_code error;
   const fs::path named = fs::canonical(folder, error);
   if (error) return cannot_resolve(folder, error);
-  const fs::path index_folder = index_file.value().real_path().parent_path();
+  const fs::path index_real = index_file.value().real_path();
+  const fs::path index_folder = index_real.parent_path();
   if (!index_folder.is_absolute()) return cannot_resolve(index_path, std::make_error_code(std::errc::not_supported));
+  // The folder the index really lies in becomes trusted, so it must be one:
+  // the real path must lead back to the very file read (a memfd reads back
+  // as "/memfd:name (deleted)", a deleted file as "... (deleted)"), and never
+  // is "/" trusted.
+  struct stat opened {
+  }, again{};
+  if (::fstat(index_file.value().fd(), &opened) != 0 || ::stat(index_real.c_str(), &again) != 0 ||
+      opened.st_dev != again.st_dev || opened.st_ino != again.st_ino) {
+    return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
+                      quoted_text(index_name) + ": the index was read from " + quoted_text(index_real.string()) +
+                          ", which does not lead back to it (a deleted file, a memfd or a pipe): an index must be a "
+                          "file in a folder");
+  }
+  if (index_folder == index_folder.root_path()) {
+    return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
+                      quoted_text(index_name) + ": the index really lies in " + quoted_text(index_folder.string()) +
+                          ", and the root folder is never trusted to hold shards");
+  }
   trusted.push_back(named);
   trusted.push_back(index_folder);
   // A folder inside another trusted one adds nothing (the snapshot inside a

@@ -35,13 +35,12 @@ bool is_regular(const fs::path &path) {
 
 bool starts_with_magic(const fs::path &path) {
   // Four bytes with one pread: every checkpoint opened by file name is
-  // sniffed, and a buffered stream read 8 KiB for them.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  // sniffed. Opened as every input is (non-blocking, a regular file only),
+  // so that a FIFO swapped in after the caller's stat cannot hang the open.
+  auto input = InputFile::open(path, kOperation);
+  if (!input) return false;
   std::byte magic[4] = {};
-  const bool read = ::pread(fd, magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic);
-  ::close(fd);
-  return read && has_gguf_magic(magic);
+  return input.value().read_exact(magic, 0) && has_gguf_magic(magic);
 }
 
 // Regular *.gguf files of a folder, sorted; nullopt when it cannot be listed.

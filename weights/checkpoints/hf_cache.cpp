@@ -6,6 +6,7 @@
 
 #include "core/text/quoting.hpp"
 #include "weights/files/input_file.hpp"
+#include "weights/files/open_beneath.hpp"
 
 namespace rootspan::weights {
 
@@ -54,6 +55,21 @@ std::string snapshot_list(const fs::path &repository) {
   return out;
 }
 
+// A pull-request ref as the Hugging Face hub names it ("refs/pr/12", or
+// "pr/12"), as the cache stores it: the name under refs/ ("pr/12"); nullopt
+// for anything else.
+std::optional<std::string> pull_request_ref(std::string_view revision) {
+  if (revision.starts_with("refs/")) revision.remove_prefix(5);
+  if (!revision.starts_with("pr/") || revision.size() == 3 || revision.size() > 3 + 9) return std::nullopt;
+  if (revision.substr(3).find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  return std::string(revision);
+}
+
+// A commit as a cache names its snapshot folders: 40 lowercase hex digits.
+bool is_commit_hash(std::string_view text) {
+  return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 std::string trimmed(std::string text) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   while (!text.empty() && is_space(text.back())) text.pop_back();
@@ -69,24 +85,39 @@ bool is_cache_repository(const fs::path &folder) {
 
 Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<std::string> &revision) {
   const std::string repo = quoted_text(repository.string());
-  const std::string wanted = revision.value_or("main");
-  if (const std::string rule = broken_rule(wanted); !rule.empty()) {
+  const std::string given = revision.value_or("main");
+  // A pull request's ref is the one name with a '/' the cache keeps (refs/pr/N).
+  const std::optional<std::string> pull_request = pull_request_ref(given);
+  const std::string wanted = pull_request.value_or(given);
+  if (const std::string rule = pull_request ? "" : broken_rule(wanted); !rule.empty()) {
     return invalid(repo + ": revision " + quoted_text(wanted) + " is not a single branch, tag or commit name: " + rule +
-                   " (snapshots: " + snapshot_list(repository) + ")");
+                   " (a pull request is refs/pr/N or pr/N; snapshots: " + snapshot_list(repository) + ")");
   }
 
   std::string commit;
   const fs::path ref = repository / "refs" / wanted;
   std::error_code error;
-  const bool from_ref = fs::exists(ref, error);
+  const bool from_ref = fs::exists(fs::symlink_status(ref, error)) && !error;
   if (from_ref) {
-    auto text = read_whole_file(ref, kMaxRefBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
+    // Read beneath refs/ with no link leading out (a ref linked to a secret
+    // file must not be read), and its text used only once it is a commit
+    // hash: never echoed as it is.
+    const fs::path refs = repository / "refs";
+    const std::vector<fs::path> trusted = {fs::weakly_canonical(refs, error)};
+    auto input =
+        open_beneath(refs, wanted, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, repo + ": refs/" + wanted);
+    if (!input) return input.error();
+    auto text = read_whole_file(*input.value(), kMaxRefBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
     if (!text) return text.error();
     commit = trimmed(std::move(text).value());
-    if (const std::string rule = broken_rule(commit); !rule.empty()) {
-      return invalid(repo + ": refs/" + wanted + " names " + quoted_text(commit) +
-                     ", which is not a commit name: " + rule + " (snapshots: " + snapshot_list(repository) + ")");
+    if (!is_commit_hash(commit)) {
+      return invalid(repo + ": refs/" + wanted + " does not hold a commit hash (40 lowercase hex digits; it holds " +
+                     std::to_string(commit.size()) + " bytes, not shown) (snapshots: " + snapshot_list(repository) +
+                     ")");
     }
+  } else if (pull_request) {
+    return invalid(repo + ": there is no refs/" + wanted +
+                   "; the pull request was never downloaded (snapshots: " + snapshot_list(repository) + ")");
   } else if (revision) {
     commit = wanted;  // not a branch or tag: a commit, the snapshot folder's own name
   } else {

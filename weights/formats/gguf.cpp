@@ -206,6 +206,39 @@ std::string type_names() {
   return names;
 }
 
+// The format names keys as ASCII segments joined by '.' ("general.architecture",
+// "llama.rope.dimension_count"): letters, digits, '_' and '-', no segment empty.
+Result<void> check_key_name(const std::string &key, std::uint64_t at, std::string_view field, const Failure &fail) {
+  if (key.empty()) return fail(at, field, "the key is empty; keys are non-empty ASCII names such as \"general.name\"");
+  std::size_t segment = 0;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    if (c == '.') {
+      if (segment == 0) {
+        return fail(at, field,
+                    "key " + quoted_text(key) + " has an empty segment at byte " + std::to_string(i) +
+                        " of the key; keys are ASCII names joined by '.'");
+      }
+      segment = 0;
+      continue;
+    }
+    const bool allowed =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!allowed) {
+      return fail(at, field,
+                  "key " + quoted_text(key) + " holds " + quoted_text(std::string(1, c)) + " at byte " +
+                      std::to_string(i) +
+                      " of the key; keys are ASCII letters, digits, '_' and '-' "
+                      "joined by '.'");
+    }
+    ++segment;
+  }
+  if (segment == 0) {
+    return fail(at, field, "key " + quoted_text(key) + " ends with '.'; keys are ASCII names joined by '.'");
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
 Result<void> check_utf8(const std::string &text, std::uint64_t at, std::string_view field, const Failure &fail) {
   if (const auto bad = first_invalid_utf8(text)) {
     return fail(at, field, quoted_text(text) + " is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
@@ -441,6 +474,7 @@ Result<GgufFile> parse(Cursor::ReadAt read_at, std::uint64_t file_size, const st
     const std::uint64_t key_at = cursor.position();
     BOOST_OUTCOME_TRY(key, cursor.string(field, kGgufMaxStringBytes, "1 GiB"));
     BOOST_OUTCOME_TRY(check_utf8(key, key_at, field, fail));
+    BOOST_OUTCOME_TRY(check_key_name(key, key_at, field, fail));
     const std::string value_field = "value of " + quoted_text(key);
     const std::uint64_t value_at = cursor.position();
     BOOST_OUTCOME_TRY(type, value_type(cursor, value_field, fail));

@@ -1,6 +1,7 @@
 #include "weights/schema/schema.hpp"
 
 #include <charconv>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -158,9 +159,16 @@ Result<ComponentSpec> parse_component(const json &entry, std::size_t position, c
                     std::to_string(kMaxComponentSources),
                 kMaxComponentSources, sources.size());
   }
+  std::map<std::string, std::size_t> first_at;  // a source named twice would be copied twice from one range
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (!sources[i].is_string())
       return fail("sources[" + std::to_string(i) + "] is " + kind(sources[i]) + ", not a string");
+    const auto [seen, fresh] = first_at.emplace(sources[i].get<std::string>(), i);
+    if (!fresh) {
+      return fail("sources[" + std::to_string(i) + "] names tensor " + quoted_text(seen->first) +
+                  " again (first at sources[" + std::to_string(seen->second) +
+                  "]); a component holds each source tensor once");
+    }
     component.sources.push_back(sources[i].get<std::string>());
   }
 

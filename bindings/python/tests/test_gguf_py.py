@@ -41,7 +41,13 @@ class WrittenByGgufPy(unittest.TestCase):
                       "blk.0.attn_k.weight": rng.standard_normal((8, 64)).astype(numpy.float32)}
         cls.types = {"blk.0.attn_q.weight": Q.Q8_0, "blk.0.ffn_up.weight": Q.Q4_0, "token_embd.weight": Q.F16,
                      "output_norm.weight": Q.F32, "blk.0.attn_k.weight": Q.BF16}
-        writer = gguf.GGUFWriter(cls.path, "llama")
+        cls.write(cls.path)
+        cls.reader = gguf.GGUFReader(cls.path)
+
+    @classmethod
+    def write(cls, path, **options):
+        """The source tensors as gguf-py's converter writes them (options: GGUFWriter's, e.g. a split)."""
+        writer = gguf.GGUFWriter(path, "llama", **options)
         writer.add_block_count(1)
         for name, data in cls.source.items():
             qtype = cls.types[name]
@@ -55,7 +61,6 @@ class WrittenByGgufPy(unittest.TestCase):
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        cls.reader = gguf.GGUFReader(cls.path)
 
     @classmethod
     def tearDownClass(cls):
@@ -83,20 +88,7 @@ class WrittenByGgufPy(unittest.TestCase):
     def test_a_split_set_written_by_gguf_py_loads_as_the_single_file(self):
         folder = os.path.join(self._dir.name, "split")
         os.makedirs(folder)
-        writer = gguf.GGUFWriter(os.path.join(folder, "model.gguf"), "llama", split_max_tensors=2)
-        writer.add_block_count(1)
-        for name, data in self.source.items():
-            qtype = self.types[name]
-            if qtype == Q.F32:
-                writer.add_tensor(name, data)
-            elif qtype == Q.F16:
-                writer.add_tensor(name, data.astype(numpy.float16))
-            else:
-                writer.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
+        self.write(os.path.join(folder, "model.gguf"), split_max_tensors=2)
         parts = sorted(os.listdir(folder))
         self.assertEqual(parts, [f"model-0000{i}-of-00003.gguf" for i in (1, 2, 3)])
         whole = rootspan.torch.load(self.path)
