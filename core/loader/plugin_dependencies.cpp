@@ -140,6 +140,20 @@ Result<void> visit(Walk &walk, const CheckedLibrary &library, const std::string 
       walk.pins_used.insert(name);
     }
     BOOST_OUTCOME_TRY(check_library_descriptor(dependency, pin, dependency_who));
+    // The checked copy is preloaded, and the plugin's DT_NEEDED resolves to it
+    // only by its DT_SONAME: a dependency named otherwise (or not at all)
+    // would leave ld.so to load the name again from disk, unchecked.
+    if (name.find('/') == std::string::npos) {
+      auto own = read_elf_dynamic(dependency.fd.get(), dependency_who);
+      if (!own) return own.error();
+      if (own.value().soname != name) {
+        return refused(dependency_who,
+                       (own.value().soname ? "has DT_SONAME \"" + *own.value().soname + "\"" : "has no DT_SONAME") +
+                           ", but is needed as \"" + name +
+                           "\" (expected equal names: the checked copy would not satisfy the DT_NEEDED, and the "
+                           "dynamic loader would load the library again from disk, unchecked)");
+      }
+    }
     if (!walk.seen.insert({dependency.device, dependency.inode}).second) continue;
     BOOST_OUTCOME_TRY(visit(walk, dependency, dependency_who, depth + 1));  // its own first
     walk.order.push_back(std::move(dependency));

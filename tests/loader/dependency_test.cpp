@@ -122,6 +122,23 @@ TEST(PluginDependenciesL4, OriginDependencyBesideThePluginIsFoundCheckedAndLoade
   ::dlclose(handle);
 }
 
+TEST(PluginDependenciesL4, ADependencyWhoseSonameIsNotItsNeededNameIsRefused) {
+  // Preloading matches by DT_SONAME: a dependency that names itself otherwise
+  // would be checked here and then loaded again by ld.so from disk. Its
+  // soname is patched to another of the same length.
+  Package package;
+  std::string image = test::read_file(package.dep);
+  const std::size_t at = image.find(kDepName + '\0');
+  ASSERT_NE(at, std::string::npos) << "the dependency's DT_SONAME string";
+  image.replace(at, kDepName.size(), "librootspan-test-origin-dex.so");
+  fs::remove(package.dep);
+  package.dir.write(kDepName, image);
+  auto r = check_plugin_file(package.plugin);
+  ASSERT_FALSE(r) << "a dependency whose soname differs from its DT_NEEDED name was accepted";
+  EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
+  EXPECT_TRUE(Mentions(r.error(), "has DT_SONAME \"librootspan-test-origin-dex.so\", but is needed as \"" + kDepName));
+}
+
 TEST(PluginDependenciesL4, RunpathIntoAWorldWritableFolderIsRefused) {
   ROOTSPAN_NEED_ATTACKER(attacker);
   Package package;

@@ -100,6 +100,25 @@ class WrittenByGgufPy(unittest.TestCase):
         with rootspan.Context(manifests=[]) as ctx, ctx.load(os.path.join(folder, parts[1])) as weights:
             self.assertEqual(weights["blk.0.attn_q.weight"].gguf_type, int(Q.Q8_0))
 
+    def test_a_type_ggml_no_longer_has_is_refused_by_name(self):
+        # gguf-py writes a Q4_0 tensor; its type id is then patched to 4, which ggml once had as Q4_2.
+        path = os.path.join(self._dir.name, "removed.gguf")
+        writer = gguf.GGUFWriter(path, "llama")
+        writer.add_tensor("w", gguf.quants.quantize(self.source["blk.0.ffn_up.weight"], Q.Q4_0), raw_dtype=Q.Q4_0)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        info = gguf.GGUFReader(path).tensors[0].field
+        type_at = info.offset + sum(part.nbytes for part in info.parts[:-2])  # the type: the info's next-to-last part
+        with open(path, "r+b") as f:
+            f.seek(type_at)
+            self.assertEqual(int.from_bytes(f.read(4), "little"), int(Q.Q4_0))
+            f.seek(type_at)
+            f.write((4).to_bytes(4, "little"))
+        with self.assertRaisesRegex(rootspan.InvalidCheckpointError, r'tensor "w".*Q4_2'):
+            rootspan.torch.load(path)
+
     def test_quantized_tensors_are_their_blocks_zero_copy(self):
         state = rootspan.torch.load(self.path)
         with rootspan.Context(manifests=[]) as ctx, ctx.load(self.path) as weights:

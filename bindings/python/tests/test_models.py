@@ -77,6 +77,32 @@ class AllMiniLM(unittest.TestCase):
                          "the model computes on rootspan's memory itself")
         return model.encode(SENTENCES, convert_to_tensor=True)
 
+    def test_a_broken_checkpoint_gets_the_errors_torch_and_transformers_give(self):
+        """Missing, unexpected and mismatched tensors: named as load_state_dict names them (transformers
+        reports through it), whether the state came from rootspan or from the reference."""
+        from safetensors.torch import load_file, save_file
+        reference = load_file(WEIGHTS)
+        broken = dict(reference)
+        del broken["pooler.dense.bias"]                                   # a missing parameter
+        broken["encoder.layer.0.attention.self.query.weight"] = torch.zeros(384, 383)   # a wrong shape
+        broken["extra.weight"] = torch.zeros(2)                           # an extra tensor
+        broken = {name: tensor.contiguous() for name, tensor in broken.items()}
+        with tempfile.TemporaryDirectory(prefix="rootspan-broken-") as folder:
+            path = os.path.join(folder, "model.safetensors")
+            save_file(broken, path)
+            messages = []
+            for state in (rootspan.torch.load(path), load_file(path)):
+                bert = SentenceTransformer(MODEL, device="cpu")[0].auto_model
+                with self.assertRaises(RuntimeError) as caught:
+                    bert.load_state_dict(state, strict=True, assign=True)
+                messages.append(str(caught.exception))
+            self.assertEqual(messages[0], messages[1], "the same error as the reference's tensors give")
+            self.assertIn('Missing key(s) in state_dict: "pooler.dense.bias"', messages[0])
+            self.assertIn('Unexpected key(s) in state_dict: ', messages[0])
+            self.assertIn('"extra.weight"', messages[0])
+            self.assertIn("size mismatch for encoder.layer.0.attention.self.query.weight: copying a param with "
+                          "shape torch.Size([384, 383])", messages[0])
+
     def test_rootspan_torch_load_with_assign(self):
         state, seconds = timed(lambda: rootspan.torch.load(WEIGHTS))
         print(f"rootspan.torch.load of the weights: {seconds:.3f} s", file=sys.stderr)
