@@ -65,11 +65,6 @@ std::optional<std::string> pull_request_ref(std::string_view revision) {
   return std::string(revision);
 }
 
-// A commit as a cache names its snapshot folders: 40 lowercase hex digits.
-bool is_commit_hash(std::string_view text) {
-  return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
 std::string trimmed(std::string text) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   while (!text.empty() && is_space(text.back())) text.pop_back();
@@ -81,6 +76,14 @@ std::string trimmed(std::string text) {
 
 bool is_cache_repository(const fs::path &folder) {
   return is_folder(folder / "snapshots") && (is_folder(folder / "blobs") || is_folder(folder / "refs"));
+}
+
+bool is_cache_blob(const fs::path &real) {
+  return real.parent_path().filename() == "blobs" && is_folder(real.parent_path().parent_path() / "snapshots");
+}
+
+bool is_git_object_id(std::string_view text) {
+  return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<std::string> &revision) {
@@ -110,7 +113,7 @@ Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<
     auto text = read_whole_file(*input.value(), kMaxRefBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
     if (!text) return text.error();
     commit = trimmed(std::move(text).value());
-    if (!is_commit_hash(commit)) {
+    if (!is_git_object_id(commit)) {
       return invalid(repo + ": refs/" + wanted + " does not hold a commit hash (40 lowercase hex digits; it holds " +
                      std::to_string(commit.size()) + " bytes, not shown) (snapshots: " + snapshot_list(repository) +
                      ")");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/diagnostic.hpp"
 
@@ -15,6 +16,16 @@ namespace rootspan::weights {
 
 // `folder` has a `snapshots` folder beside a `blobs` or `refs` folder.
 bool is_cache_repository(const std::filesystem::path &folder);
+
+// A cache keeps each file's bytes in <repository>/blobs/<name>, linked to
+// from snapshots/<revision>/: is `real` (a path with every link followed)
+// such a blob? Large (Git LFS) files are named by their SHA-256; small ones,
+// kept in git, by their git object id.
+bool is_cache_blob(const std::filesystem::path &real);
+
+// 40 lowercase hex digits: a commit, as refs/ name them and snapshots/ are
+// named, and a git object id, as small files' blobs are named.
+bool is_git_object_id(std::string_view text);
 
 // The snapshot folder of `revision` (default "main") in the repository
 // folder `repository`: refs/<revision> names the commit when it exists;

@@ -5,6 +5,7 @@
 
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
+#include "weights/checkpoints/hf_cache.hpp"
 
 namespace rootspan::weights {
 
@@ -47,18 +48,6 @@ DigestJob component_job(const Checkpoint &checkpoint, const ComponentPayload &pa
     }
   }
   return job;
-}
-
-// A Hugging Face cache keeps each file's bytes in <repository>/blobs/<name>,
-// linked to from snapshots/<revision>/: is `real` such a blob?
-bool is_cache_blob(const std::filesystem::path &real) {
-  std::error_code ec;
-  const std::filesystem::path blobs = real.parent_path();
-  return blobs.filename() == "blobs" && std::filesystem::is_directory(blobs.parent_path() / "snapshots", ec);
-}
-
-bool is_git_object_id(const std::string &name) {
-  return name.size() == 40 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 // Why a file outside a manifest has no digest to check against.
