@@ -56,14 +56,15 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS,
 // staging ring's size to the load options; 0.3.0 copy_on_write to the load
 // options and source_name to the component info; 0.4.0 split_convention,
 // check_digests and digests_path to the load options, gguf_type to the
-// component info.
+// component info; 0.5.0 populate to the load options.
 ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
                          ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),
                          ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path));
+                         ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path),
+                         ROOTSPAN_STRUCT_END(rootspan_load_options, populate));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO,
                          ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy),
                          ROOTSPAN_STRUCT_END(rootspan_component_info, shape),

@@ -4,6 +4,9 @@ set -euo pipefail
 
 packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
           libbenchmark-dev libssl-dev libcli11-dev clang-14 libclang-rt-14-dev libamdhip64-dev "$@")
+# io_uring for parallel reads (linked statically), and fio, the cold-start
+# benchmark's reference reader.
+packages+=(liburing-dev fio)
 # The install test: a program built with CMake's find_package; the manifest
 # checked against its JSON Schema.
 packages+=(cmake python3-jsonschema)

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "byte_size.hpp"
@@ -25,7 +26,8 @@ struct LoadArgs {
   CheckpointArgs checkpoint;  // PATH, --schema, --tensors, --revision
   std::string provider = "auto";
   std::uint32_t device = 0;
-  rootspan_load_strategy strategy = ROOTSPAN_LOAD_MMAP;
+  rootspan_load_strategy strategy = ROOTSPAN_LOAD_AUTO;
+  bool populate = false;  // --populate, and --verify, which reads every byte
   bool verify = false;
   bool check_digests = false;  // --check-digests, or --digests FILE
   std::string digests_path;
@@ -158,6 +160,23 @@ void print_text(const nlohmann::json &document, const LoadArgs &load) {
                     width);
     }
   }
+  const nlohmann::json &read = document["read"];
+  std::string how = "strategy " + read["strategy"].get<std::string>() + " (" + read["reason"].get<std::string>() + ")";
+  if (!read["reads"].is_null()) {
+    const nlohmann::json &reads = read["reads"];
+    how += "; " + reads["engine"].get<std::string>() + ", up to " +
+           std::to_string(reads["queue_depth"].get<std::uint64_t>()) + " reads in flight";
+    if (reads["direct_bytes"].get<std::uint64_t>() != 0)
+      how += ", " + byte_size(reads["direct_bytes"].get<std::uint64_t>()) + " direct";
+  }
+  print_wrapped(terminal_safe(how), width);
+  if (!read["reads"].is_null()) {
+    for (const auto &f : read["reads"]["fallbacks"]) {
+      print_wrapped("read buffered, not direct: " + terminal_safe(f["file"].get<std::string>()) + ": " +
+                        terminal_safe(f["reason"].get<std::string>()),
+                    width);
+    }
+  }
   if (document.contains("world_size")) {
     std::printf("rank %u of %u read %s\n", load.slice.rank.value_or(0), load.slice.world_size.value_or(0),
                 byte_size(document["bytes_read"].get<std::uint64_t>()).c_str());
@@ -193,6 +212,7 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   opts.provider = rootspan_provider_choice_name(choice.get());
   opts.device = load.device;
   opts.strategy = load.strategy;
+  opts.populate = load.populate || load.verify ? 1 : 0;
   apply_checkpoint_args(load.checkpoint, opts);
   std::vector<rootspan_split_rule> split_rules;
   apply_slice_args(load.slice, split_rules, opts);
@@ -323,6 +343,14 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
     document["digests"] = nlohmann::json::parse(digests);
     rootspan_string_free(digests);
   }
+  char *read_report = nullptr;
+  rootspan_error *report_error = nullptr;
+  if (rootspan_weights_read_report(weights.get(), &read_report, &report_error) != ROOTSPAN_OK) {
+    error.reset(report_error);
+    return print_error(options, error.get());
+  }
+  document["read"] = nlohmann::json::parse(read_report);
+  rootspan_string_free(read_report);
   if (load.slice.world_size) {
     document["rank"] = load.slice.rank.value_or(0);
     document["world_size"] = *load.slice.world_size;
@@ -341,10 +369,17 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   return exit_status;
 }
 
+// The --strategy names, as the C API numbers them.
+const std::map<std::string, rootspan_load_strategy> kStrategies = {{"auto", ROOTSPAN_LOAD_AUTO},
+                                                                   {"mmap", ROOTSPAN_LOAD_MMAP},
+                                                                   {"read", ROOTSPAN_LOAD_READ},
+                                                                   {"direct", ROOTSPAN_LOAD_DIRECT}};
+
 CLI::Validator strategy_name() {
   return CLI::Validator(
       [](std::string &value) {
-        return value == "mmap" || value == "read" ? std::string() : "is mmap or read, not '" + value + "'";
+        return kStrategies.count(value) != 0 ? std::string()
+                                             : "is auto, mmap, read or direct, not '" + terminal_safe(value) + "'";
       },
       "");
 }
@@ -362,14 +397,15 @@ Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
       ->capture_default_str();
   app->add_option("--device", args->device, "the provider's device ordinal")->type_name("N")->capture_default_str();
   app->add_option_function<std::string>(
-         "--strategy",
-         [args](const std::string &value) {
-           args->strategy = value == "read" ? ROOTSPAN_LOAD_READ : ROOTSPAN_LOAD_MMAP;
-         },
-         "mmap: map the files, aligned single tensors zero-copy; read: pread everything, map nothing")
-      ->type_name("mmap|read")
-      ->default_str("mmap")
+         "--strategy", [args](const std::string &value) { args->strategy = kStrategies.at(value); },
+         "auto: chosen from the file system (said in the output); mmap: map the files, aligned single tensors "
+         "zero-copy; read: read everything, many reads in flight, map nothing; direct: read with O_DIRECT, past "
+         "the page cache, where the file system allows it")
+      ->type_name("auto|mmap|read|direct")
+      ->default_str("auto")
       ->check(strategy_name());
+  app->add_flag("--populate", args->populate,
+                "with mmap: read the mapped bytes in before the load returns, many reads in flight (--verify does)");
   app->add_flag("--verify", args->verify,
                 "compare each component's SHA-256 read back from provider memory with the file's bytes (exit 3 on "
                 "a mismatch)");

@@ -31,10 +31,10 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------- */
 
 #define ROOTSPAN_VERSION_MAJOR 0
-#define ROOTSPAN_VERSION_MINOR 4
+#define ROOTSPAN_VERSION_MINOR 5
 #define ROOTSPAN_VERSION_PATCH 0
 
-/* The library's version string, e.g. "0.4.0". Static storage. */
+/* The library's version string, e.g. "0.5.0". Static storage. */
 ROOTSPAN_API const char *rootspan_version(void);
 
 /* Static names of codes and element types ("Conflict", "F32"); never NULL. */

@@ -26,11 +26,21 @@ extern "C" {
  * copies, uploads out of such a root) recover and fail with ROOTSPAN_ERR_IO,
  * and a mapping requested after the file shrank is refused the same way; an
  * embedder's own reads through rootspan_mapping_data are not protected. For
- * files the embedder does not control, use READ. */
+ * files the embedder does not control, use READ or DIRECT.
+ *
+ * READ and DIRECT copy with many reads in flight (io_uring, or a pool of
+ * pread threads). DIRECT reads with O_DIRECT, past the page cache, where the
+ * file system allows it, and reads buffered where it does not (tmpfs,
+ * overlay, EINVAL); rootspan_weights_read_report names each such file. AUTO
+ * chooses one of the others from the file system under the files and the
+ * checkpoint's size against the memory available (docs/cold-start.md); the
+ * report says which and why. The numbering is pinned. */
 typedef int32_t rootspan_load_strategy;
 enum {
-  ROOTSPAN_LOAD_MMAP = 0, /* map the files; single aligned segments become zero-copy roots */
-  ROOTSPAN_LOAD_READ = 1  /* never map: pread everything (network file systems, untrusted files) */
+  ROOTSPAN_LOAD_MMAP = 0,   /* map the files; single aligned segments become zero-copy roots */
+  ROOTSPAN_LOAD_READ = 1,   /* never map: read everything (network file systems, untrusted files) */
+  ROOTSPAN_LOAD_DIRECT = 2, /* never map: read with O_DIRECT where the file system allows it (0.5.0) */
+  ROOTSPAN_LOAD_AUTO = 3    /* choose from the file system and the memory available (0.5.0) */
 };
 
 /* Where a load stands; passed to the progress callback. */
@@ -125,8 +135,15 @@ typedef struct rootspan_load_options {
    * this rank reads; borrowed for the call; NULL: none. Setting it implies
    * check_digests. */
   const char *digests_path;
+  /* Fields below were added in 0.5.0. */
+  /* With MMAP (or AUTO choosing it): non-zero reads the zero-copy roots'
+   * bytes in before the load returns, many reads in flight, for a caller
+   * that will touch every byte (a first pass, a checksum): a cold mapping
+   * otherwise faults in one readahead window at a time. 0: pages fault in
+   * when first touched. */
+  int32_t populate;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD digests_path
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD populate
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 
@@ -169,6 +186,20 @@ ROOTSPAN_API rootspan_status rootspan_checkpoint_read_plan(const char *path, con
  * with rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_weights_digests(const rootspan_weights *weights, char **json,
                                                       rootspan_error **error);
+
+/* How a load read its files (docs/cold-start.md), as one JSON document:
+ * {"requested" ("mmap", "read", "direct" or "auto"), "strategy" (the one
+ * used: never "auto"), "reason" (one sentence: why that one), "warmed_bytes"
+ * (populate: mapped bytes read in), "reads": null when nothing was copied by
+ * reads, else {"engine" ("io_uring" or "pread threads"), "engine_note" (why
+ * not io_uring, or ""), "queue_depth", "max_bytes_in_flight", "requests",
+ * "bytes", "direct_bytes", "bounced_bytes" (bytes copied out of aligned
+ * bounce buffers: the unaligned heads and tails of direct reads),
+ * "peak_requests_in_flight", "peak_bytes_in_flight", "fallbacks": [{"file",
+ * "reason"}] (files read buffered although DIRECT was asked for)}}. *json is
+ * freed with rootspan_string_free. */
+ROOTSPAN_API rootspan_status rootspan_weights_read_report(const rootspan_weights *weights, char **json,
+                                                          rootspan_error **error);
 
 /* A digest manifest of a checkpoint (`rootspan hash`,
  * config/schemas/digests.schema.json), as one JSON document: the SHA-256 and

@@ -18,32 +18,15 @@ import hashlib
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_checkpoints import can_drop_caches, drop_caches, write_safetensors  # noqa: E402
+
 GIB = 1 << 30
-
-
-def write_safetensors(path, tensors):
-    """tensors: [(name, nbytes)]; F32 data of pseudo-random bytes, written in 64 MiB blocks."""
-    header, offset = {}, 0
-    for name, nbytes in tensors:
-        header[name] = {"dtype": "F32", "shape": [nbytes // 4], "data_offsets": [offset, offset + nbytes]}
-        offset += nbytes
-    raw = json.dumps(header).encode()
-    raw += b" " * ((64 - (8 + len(raw)) % 64) % 64)
-    block = os.urandom(64 << 20)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)) + raw)
-        for _, nbytes in tensors:
-            left = nbytes
-            while left:
-                n = min(left, len(block))
-                f.write(block[:n])
-                left -= n
 
 
 def make_checkpoints(work):
@@ -62,20 +45,6 @@ def make_checkpoints(work):
         with open(os.path.join(sharded, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {}, "weight_map": weight_map}, f)
     return {"1 GiB file": single, "4 x 256 MiB shards": sharded}
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-
-
-def can_drop_caches():
-    try:
-        drop_caches()
-        return True
-    except OSError:
-        return False
 
 
 def load_seconds(exe, folder, strategy, manifest):

@@ -340,7 +340,7 @@ def test_command_line(tmp, example):
     usage(["inspekt", example], ["unknown command 'inspekt'", "did you mean 'inspect'?"])
     usage(["lod"], ["did you mean 'load'?"])
     usage(["load", example, "--verfy"], ["unknown option '--verfy'", "did you mean '--verify'?"])
-    usage(["load", example, "--strategy=fast"], ["--strategy", "mmap or read", "'fast'"])
+    usage(["load", example, "--strategy=fast"], ["--strategy", "auto, mmap, read or direct", "'fast'"])
     usage(["load", example, "--device", "one"], ["--device", "one"])
     usage(["help", "lod"], ["did you mean 'load'?"])
     usage(["load", example, "--rank", "1"], ["--world"])

@@ -260,6 +260,41 @@ Result<weights::DigestPlan> digest_plan(const rootspan_load_options &o, const Pr
                                manifest ? &*manifest : nullptr);
 }
 
+// The strategy a C caller asked for; an unknown value is refused by name.
+Result<weights::Strategy> strategy_of(rootspan_load_strategy strategy) {
+  switch (strategy) {
+    case ROOTSPAN_LOAD_MMAP:
+      return weights::Strategy::kMmap;
+    case ROOTSPAN_LOAD_READ:
+      return weights::Strategy::kRead;
+    case ROOTSPAN_LOAD_DIRECT:
+      return weights::Strategy::kDirect;
+    case ROOTSPAN_LOAD_AUTO:
+      return weights::Strategy::kAuto;
+    default:
+      break;
+  }
+  return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", strategy),
+                                "load_component", rootspan::Requested::none());
+}
+
+// The read report's "reads" object (weights.h, rootspan_weights_read_report).
+nlohmann::json reads_json(const weights::ParallelReadStats &stats) {
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const auto &[file, reason] : stats.fallbacks) fallbacks.push_back({{"file", file}, {"reason", reason}});
+  return {{"engine", weights::read_engine_name(stats.engine)},
+          {"engine_note", stats.engine_note},
+          {"queue_depth", stats.queue_depth},
+          {"max_bytes_in_flight", stats.max_bytes_in_flight},
+          {"requests", stats.requests},
+          {"bytes", stats.bytes},
+          {"direct_bytes", stats.direct_bytes},
+          {"bounced_bytes", stats.bounced_bytes},
+          {"peak_requests_in_flight", stats.peak_requests_in_flight},
+          {"peak_bytes_in_flight", stats.peak_bytes_in_flight},
+          {"fallbacks", fallbacks}};
+}
+
 }  // namespace
 
 extern "C" {
@@ -277,10 +312,8 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
-    if (o.strategy != ROOTSPAN_LOAD_MMAP && o.strategy != ROOTSPAN_LOAD_READ) {
-      return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", o.strategy),
-                                    "load_component", rootspan::Requested::none());
-    }
+    auto strategy = strategy_of(o.strategy);
+    if (!strategy) return strategy.error();
     rootspan::Context &ctx = *context->context;
     // The provider first: a load that cannot be placed fails before any file work.
     auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
@@ -295,8 +328,9 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     weights::LoadOptions load;
     load.provider = provider.value().provider;
     load.device = o.device;
-    load.strategy = o.strategy == ROOTSPAN_LOAD_READ ? weights::Strategy::kRead : weights::Strategy::kMmap;
+    load.strategy = strategy.value();
     load.copy_on_write = o.copy_on_write != 0;
+    load.populate = o.populate != 0;
     load.digests = std::move(digests.value().jobs);
     // Bounds that keep a wrong value from asking for absurd pinned memory.
     const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
@@ -528,6 +562,21 @@ rootspan_status rootspan_weights_digests(const rootspan_weights *weights, char *
     }
     const nlohmann::json doc = {
         {"checked", weights->checked_digests}, {"verified", verified}, {"unverifiable", unverifiable}};
+    *json = c_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_weights_read_report(const rootspan_weights *weights, char **json, rootspan_error **error) {
+  if (weights == nullptr || json == nullptr) return invalid(error, "read_report", "weights or json is NULL");
+  *json = nullptr;
+  return guarded(error, "read_report", [&]() -> Result<void> {
+    const weights::LoadResult &result = weights->result;
+    const nlohmann::json doc = {{"requested", weights::strategy_name(result.requested_strategy)},
+                                {"strategy", weights::strategy_name(result.strategy)},
+                                {"reason", result.strategy_reason},
+                                {"warmed_bytes", result.warmed_bytes},
+                                {"reads", result.reads ? reads_json(*result.reads) : nlohmann::json(nullptr)}};
     *json = c_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });

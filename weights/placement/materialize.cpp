@@ -15,8 +15,8 @@
 #include "weights/files/input_file.hpp"
 #include "weights/files/mapped_file.hpp"
 #include "weights/placement/available_memory.hpp"
-#include "weights/placement/prefault.hpp"
 #include "weights/placement/staging_ring.hpp"
+#include "weights/placement/warm_mapping.hpp"
 
 namespace rootspan::weights {
 
@@ -25,11 +25,18 @@ namespace {
 constexpr const char *kOperation = "load_component";
 constexpr std::uint64_t kReadChunk = 64ull << 20;  // progress and cancellation granularity
 
+// An error that names a component already (a parallel read's, which may
+// complete while a later component is being loaded) keeps its name.
 Diagnostic error_in(const ComponentPayload &payload, Diagnostic d) {
   if (d.operation.empty()) d.operation = kOperation;
   const std::string name = "component \"" + payload.component_id() + "\"";
-  if (d.cause.find(name) == std::string::npos) d.cause = name + ": " + d.cause;
+  if (d.cause.find(name) == std::string::npos && d.cause.rfind("component \"", 0) != 0) d.cause = name + ": " + d.cause;
   return d;
+}
+
+// Names a read in the parallel reader's errors.
+std::string read_label(const ComponentPayload &payload, const Segment &segment) {
+  return "component \"" + payload.component_id() + "\": tensor \"" + segment.source() + "\"";
 }
 
 // Names the tensor a failed read was for (docs/weight-schema.md: component, tensor, file).
@@ -150,6 +157,8 @@ class LoadRun {
   // Proves every upload complete (its copy waited for); then the roots
   // belong to the caller.
   Result<void> finish(LoadResult &result) {
+    BOOST_OUTCOME_TRY(settle_reads());
+    result.reads = read_stats_;
     if (ring_) {
       result.staging_buffers = ring_->buffer_count();
       result.staging_buffer_bytes = ring_->buffer_bytes();
@@ -160,6 +169,19 @@ class LoadRun {
     made_.clear();
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
+
+  // Waits for the reads of the copies; a failed read fails the load.
+  Result<void> settle_reads() {
+    if (!reader_) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    auto drained = reader_->drain();
+    read_stats_ = reader_->stats();
+    if (!drained) return drained.error();
+    reading_.clear();
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // populate: reads in the zero-copy roots made (warm_mapping.hpp).
+  void warm(LoadResult &result) const { result.warmed_bytes = warm_mapped_ranges(zero_copy_ranges_); }
 
   // Reports progress (cancelling as the callback asks) while the load
   // waits for its digests.
@@ -249,6 +271,7 @@ class LoadRun {
     auto root = context_.import_host(zero_copy_import);
     if (!root) return error_in(payload, root.error());
     made_.push_back(root.value());
+    zero_copy_ranges_.emplace_back(data, region.length());
     return root.value();
   }
 
@@ -266,25 +289,51 @@ class LoadRun {
     return root.value();
   }
 
-  // Host memory: pread each segment, in order, straight into the root.
-  Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
-    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-    HeldClaim held;
-    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
-    ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
-    auto *base = static_cast<std::byte *>(held.mapping->provider.data);
-    // Page faults on a second core while this one reads; it stops before
-    // the mapping goes.
-    Prefault prefault(base, payload.total_bytes());
-    for (const Chunk &chunk : chunks_of(payload, kReadChunk)) {
-      auto in = file(chunk.segment->path());
-      if (!in) return error_in(*chunk.segment, in.error());
-      auto read = in.value()->read_exact({base + chunk.root_offset, chunk.length}, chunk.file_offset);
-      if (!read) return error_in(*chunk.segment, read.error());
-      prefault.reader_at(chunk.root_offset + chunk.length);
-      BOOST_OUTCOME_TRY(advance(chunk.length));
+  // The load's one parallel reader, made by its first copy.
+  Result<ParallelReader *> reader() {
+    if (!reader_) {
+      ParallelReadOptions read;
+      read.mode = options_.strategy == Strategy::kDirect ? ReadMode::kDirect : ReadMode::kBuffered;
+      read.engine = options_.read_engine;
+      read.queue_depth = options_.queue_depth;
+      read.request_bytes = options_.read_request_bytes;
+      read.max_bytes_in_flight = options_.max_bytes_in_flight;
+      read.operation = kOperation;
+      read.on_complete = [this](std::uint64_t bytes) { return advance(bytes); };
+      auto made = ParallelReader::create(std::move(read));
+      if (!made) return made.error();
+      reader_ = std::move(made).value();
+    }
+    return reader_.get();
+  }
+
+  // Queues the reads of every segment of `payload` into [base, base +
+  // total_bytes()), straight from the files.
+  Result<void> queue_reads(const ComponentPayload &payload, std::byte *base) {
+    ParallelReader *in_parallel = nullptr;
+    ROOTSPAN_ASSIGN_OR_RETURN(in_parallel, reader());
+    std::uint64_t root_offset = 0;
+    for (const Segment &segment : payload.segments()) {
+      auto in = file(segment.path());
+      if (!in) return error_in(segment, in.error());
+      BOOST_OUTCOME_TRY(in_parallel->submit(
+          {in.value(), segment.file_offset(), base + root_offset, segment.length(), read_label(payload, segment)}));
+      root_offset += segment.length();
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // Host memory: the segments are read straight into the root, beside the
+  // reads of other components; the root stays claimed until every read has
+  // completed (finish() or the destructor).
+  Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
+    if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
+    auto held = std::make_unique<HeldClaim>();
+    ROOTSPAN_ASSIGN_OR_RETURN(held->claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    ROOTSPAN_ASSIGN_OR_RETURN(held->mapping, map_range(*held->claim, root.dtype, 0, payload.total_bytes(), true));
+    auto *base = static_cast<std::byte *>(held->mapping->provider.data);
+    reading_.push_back(std::move(held));
+    return queue_reads(payload, base);
   }
 
   // No host access: each chunk is read into the staging ring and uploaded
@@ -302,17 +351,20 @@ class LoadRun {
     Claim *claim = nullptr;
     ROOTSPAN_ASSIGN_OR_RETURN(claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
     uploading_.push_back(claim);
+    ParallelReader *in_parallel = nullptr;
+    ROOTSPAN_ASSIGN_OR_RETURN(in_parallel, reader());
     for (const Chunk &chunk : chunks_of(payload, ring_->buffer_bytes())) {
       auto in = file(chunk.segment->path());
       if (!in) return error_in(*chunk.segment, in.error());
       std::byte *staged = nullptr;
       ROOTSPAN_ASSIGN_OR_RETURN(staged, ring_->reserve(chunk.length));
-      auto read = in.value()->read_exact({staged, chunk.length}, chunk.file_offset);
-      if (!read) return error_in(*chunk.segment, read.error());
+      // A buffer's reads run in parallel; its copy starts once all are in.
+      BOOST_OUTCOME_TRY(in_parallel->submit(
+          {in.value(), chunk.file_offset, staged, chunk.length, read_label(payload, *chunk.segment)}));
+      BOOST_OUTCOME_TRY(in_parallel->drain());
       auto copy = copy_from_host_async(*claim, chunk.root_offset, staged, chunk.length);
       if (!copy) return copy.error();
       ring_->commit(chunk.length, std::move(copy).value());
-      BOOST_OUTCOME_TRY(advance(chunk.length));
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
@@ -321,8 +373,16 @@ class LoadRun {
   // the upload claims: after this, no byte of the load is still moving.
   Result<void> settle() {
     Result<void> drained = BOOST_OUTCOME_V2_NAMESPACE::success();
+    if (reader_) {
+      // Reads land in roots and staging buffers: they finish first.
+      drained = reader_->drain();
+      read_stats_ = reader_->stats();
+      reader_.reset();
+    }
+    reading_.clear();
     if (ring_) {
-      drained = ring_->drain();
+      auto ring_drained = ring_->drain();
+      if (drained && !ring_drained) drained = ring_drained;
       ring_.reset();
     }
     for (Claim *claim : uploading_) (void)claim_release(*claim);
@@ -346,8 +406,12 @@ class LoadRun {
   std::vector<Root *> made_;
   std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
   std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
-  std::unique_ptr<StagingRing> ring_;  // made by the first upload, once per load
-  std::vector<Claim *> uploading_;     // claims of roots with copies maybe in flight
+  std::unique_ptr<StagingRing> ring_;                // made by the first upload, once per load
+  std::vector<Claim *> uploading_;                   // claims of roots with copies maybe in flight
+  std::unique_ptr<ParallelReader> reader_;           // made by the first copy, once per load
+  std::vector<std::unique_ptr<HeldClaim>> reading_;  // roots with reads maybe in flight
+  std::optional<ParallelReadStats> read_stats_;
+  std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
 };
 
 }  // namespace
@@ -367,10 +431,19 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   result.skipped = std::move(schema.skipped);
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
 
+  const bool host = provider.value()->kind() == "host";
+  const std::optional<std::uint64_t> available = available_memory();
+  const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available);
+  result.requested_strategy = options.strategy;
+  result.strategy = choice.strategy;
+  result.strategy_reason = choice.reason;
+  LoadOptions chosen = options;
+  chosen.strategy = choice.strategy;
+
   // A copy into host memory allocates every byte the files claim, whatever
   // blocks they really hold: refuse one that cannot fit before it starts.
-  if (options.strategy == Strategy::kRead && provider.value()->kind() == "host") {
-    if (const auto available = available_memory()) {
+  if (chosen.strategy != Strategy::kMmap && host) {
+    if (available) {
       std::map<std::filesystem::path, std::uint64_t> per_file;
       for (const ComponentPayload &payload : schema.payloads) {
         for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
@@ -389,12 +462,14 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   // then stops the workers.
   std::optional<ParallelHasher> hasher;
   if (!options.digests.empty()) hasher.emplace(options.digests);
-  LoadRun run(context, provider.value(), options, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
+  LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
     auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made
     result.components.push_back(std::move(loaded).value());
   }
+  BOOST_OUTCOME_TRY(run.settle_reads());
+  if (chosen.populate && chosen.strategy == Strategy::kMmap) run.warm(result);
   if (hasher) {
     // No root reaches the caller before every digest matched.
     auto checked = hasher->wait([&run] { return run.poll(); });

@@ -2,26 +2,28 @@
 // one provider. On the host, a single-segment component whose bytes meet the
 // required alignment becomes a root over its retained file region (zero-copy:
 // read-only, or writable over a private copy-on-write mapping); otherwise one root is allocated and its segments are
-// read into it in order with pread, straight from the file. A provider without host access gets its segments read into
+// read straight from the file into it, many reads in flight across components (weights/files/parallel_reader.hpp),
+// buffered or direct as the strategy says. A provider without host access gets its segments read into
 // a ring of staging buffers (pinned memory of that provider, allocated once per load;
 // weights/placement/staging_ring.hpp) and uploaded with asynchronous copies, the next file reads overlapping the
 // uploads in flight; the load succeeds only after every copy has completed. A
-// failed or cancelled load waits for its copies, then releases every root it
-// made.
+// failed or cancelled load waits for its reads and copies, then releases every
+// root it made.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/context.hpp"
 #include "weights/checkpoints/checkpoint.hpp"
 #include "weights/digests/parallel_hasher.hpp"
+#include "weights/files/parallel_reader.hpp"
+#include "weights/placement/read_strategy.hpp"
 #include "weights/schema/resolve.hpp"
 
 namespace rootspan::weights {
-
-enum class Strategy { kMmap, kRead };
 
 struct LoadProgress {
   const std::string *component = nullptr;  // the component being loaded
@@ -36,10 +38,18 @@ using ProgressCallback = std::function<bool(const LoadProgress &)>;
 struct LoadOptions {
   std::string provider = "host";  // a loaded provider's name
   std::uint32_t device = 0;
-  Strategy strategy = Strategy::kMmap;
+  Strategy strategy = Strategy::kMmap;  // kAuto: chosen by choose_strategy
   // kMmap: files are mapped privately and writable, so zero-copy roots are
   // writable; a write copies the page it touches and never reaches the file.
   bool copy_on_write = false;
+  // kMmap: zero-copy roots are read in before the load returns
+  // (weights/placement/warm_mapping.hpp), for callers that touch every byte.
+  bool populate = false;
+  // The parallel reads of the copying strategies.
+  ReadEngine read_engine = ReadEngine::kAuto;
+  std::size_t queue_depth = 16;
+  std::uint64_t read_request_bytes = 4ull << 20;
+  std::uint64_t max_bytes_in_flight = 64ull << 20;
   ProgressCallback progress;
   // The staging ring, for providers without host access. 4 x 16 MiB: 16 MiB
   // copies run at a link's full rate (small copies pay a fixed cost each), and
@@ -81,6 +91,12 @@ struct LoadResult {
   bool staging_pinned = false;  // false: ordinary host memory; staging_note says why
   std::string staging_note;
   std::vector<DigestOutcome> digests;  // the digests checked, in job order
+  // How the files were read: the strategy asked for, the one used and why.
+  Strategy requested_strategy = Strategy::kMmap;
+  Strategy strategy = Strategy::kMmap;
+  std::string strategy_reason;
+  std::optional<ParallelReadStats> reads;  // set when bytes were copied by reads
+  std::uint64_t warmed_bytes = 0;          // populate: mapped bytes read in before the load returned
 };
 
 // Loads every payload of `schema` into roots of options.provider. On failure

@@ -1,12 +1,12 @@
 #include "weights/placement/prefault.hpp"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <system_error>
+
+#include "core/masked_thread.hpp"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older C libraries lack the name
@@ -24,21 +24,14 @@ constexpr std::uint64_t kStep = 2ull << 20;
 
 Prefault::Prefault(std::byte *data, std::uint64_t length) : data_(data), length_(length) {
   if (data == nullptr || length < kMinimumBytes) return;
-  // The thread starts with every signal blocked, so that the embedding
-  // program's signals (a Ctrl-C handler, Python's) never run on it.
-  sigset_t all;
-  sigset_t caller;
-  ::sigfillset(&all);
-  const bool masked = ::pthread_sigmask(SIG_SETMASK, &all, &caller) == 0;
   try {
-    thread_ = std::thread([this] {
+    thread_ = start_masked_thread([this] {
       populate_from_the_end();
       finished_.store(true, std::memory_order_release);
     });
   } catch (const std::system_error &) {
     // No thread to be had: the reader pays its own faults.
   }
-  if (masked) ::pthread_sigmask(SIG_SETMASK, &caller, nullptr);
 }
 
 Prefault::~Prefault() {

@@ -58,7 +58,7 @@ ORIGINS = ("static", "manifest", "embedded")
 STATES = ("loaded", "skipped", "failed", "no device")
 REQUESTED_KINDS = ("none", "range", "key_range", "root_key_range")
 
-LOAD_STRATEGIES = {"mmap": 0, "read": 1}
+LOAD_STRATEGIES = {"mmap": 0, "read": 1, "direct": 2, "auto": 3}
 SPLIT_CONVENTIONS = {"tensor_split": 0, "chunk": 1}
 ENCODINGS = ("dense", "block_quantized")
 
@@ -144,7 +144,9 @@ class LoadOptions(Structure):
                 # appended later: writable zero-copy roots over a private copy-on-write mapping
                 ("copy_on_write", c_int32),
                 # appended in 0.4.0: how uneven splits are shared, and verified loads
-                ("split_convention", c_int32), ("check_digests", c_int32), ("digests_path", c_char_p)]
+                ("split_convention", c_int32), ("check_digests", c_int32), ("digests_path", c_char_p),
+                # appended in 0.5.0: read the mapped bytes in before the load returns
+                ("populate", c_int32)]
 
 
 class InspectOptions(Structure):
@@ -231,6 +233,7 @@ PROTOTYPES = {
     "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),
                                                            _ERR]),
     "rootspan_weights_digests": (c_int32, [_P, POINTER(c_void_p), _ERR]),
+    "rootspan_weights_read_report": (c_int32, [_P, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_hash": (c_int32, [c_char_p, POINTER(LoadOptions), c_int32, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, POINTER(LoadOptions), POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),

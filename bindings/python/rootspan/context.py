@@ -278,9 +278,9 @@ class Context:
         from . import _host_import
         return _host_import.import_host(self, handle, buffer, read_only, dtypes.code(dtype), provider)
 
-    def load(self, path, schema=None, provider="auto", device=0, strategy="mmap", progress=None, *, rank=0,
+    def load(self, path, schema=None, provider="auto", device=0, strategy="auto", progress=None, *, rank=0,
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
-             read_only=False, split_convention="tensor_split", verify=False, digests=None):
+             read_only=False, split_convention="tensor_split", verify=False, digests=None, populate=False):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -290,7 +290,13 @@ class Context:
         one refs/main names);
 
         schema: a component schema file (None: one component per tensor);
-        provider: a provider name or "auto"; strategy: "mmap" or "read";
+        provider: a provider name or "auto"; strategy: "auto" (chosen from
+        the file system: mapped on local disks and tmpfs, read on network,
+        FUSE and overlay file systems; weights.read_report says which and
+        why), "mmap", "read" (many reads in flight, nothing mapped) or
+        "direct" (reads past the page cache with O_DIRECT where the file
+        system allows it); populate: with "mmap", read the mapped bytes in
+        before returning, for a caller about to touch every byte;
         progress: called with a LoadProgress per component; returning False
         cancels the load (CancelledError). With world_size > 0, only rank's
         slice of each component is read: split maps component id patterns to
@@ -319,7 +325,8 @@ class Context:
         read-only, and legacy DLPack consumers are refused)."""
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
-                    revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests)
+                    revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests,
+                    populate)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

@@ -34,9 +34,9 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
 
     path: any location rootspan reads (a .safetensors or .gguf file, a folder, an index file, a Hugging Face
     cache repository folder at refs/main or at revision, a split GGUF set). tensors: shell-style patterns;
-    only the tensors one matches. strategy: "mmap" (None: the default) or "read". Each tensor's memory goes
-    back as soon as the consumer drops it (a tensor moved to a device drops its host copy at once); what was
-    never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
+    only the tensors one matches. strategy: "auto" (None: chosen from the file system), "mmap", "read" or
+    "direct". Each tensor's memory goes back as soon as the consumer drops it (a tensor moved to a device
+    drops its host copy at once); what was never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
     blocks as uint8 of shape grid + (bytes_per_block,). verify: hash every file while it is read and raise
     DigestMismatchError before the first tensor unless each is the published one (a Hugging Face cache
     names its blobs by their SHA-256); digests: a digest manifest to check against instead."""
@@ -45,7 +45,7 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     entries = inspect(path, revision)["tensors"]
-    weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "mmap", tensors=tensors,
+    weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
                                          revision=revision, read_only=read_only, verify=verify, digests=digests)
     try:
         by_name = {c.source_name: c for c in weights.values()}

@@ -266,6 +266,17 @@ class Weights(collections.abc.Mapping):
         lib = self._context._state.lib
         return _json(lib, lib.rootspan_weights_digests, handle)
 
+    @property
+    def read_report(self):
+        """How the files were read: {"requested", "strategy" (the one used), "reason" (why), "warmed_bytes",
+        "reads": None when nothing was copied by reads, else {"engine" ("io_uring" or "pread threads"),
+        "queue_depth", "requests", "bytes", "direct_bytes", "bounced_bytes", "peak_requests_in_flight",
+        "peak_bytes_in_flight", "fallbacks": [{"file", "reason"}], ...}} (docs/cold-start.md)."""
+        from .inspect import _json
+        handle = self._live("read_report")
+        lib = self._context._state.lib
+        return _json(lib, lib.rootspan_weights_read_report, handle)
+
     def _live(self, operation):
         if self._closed or self._wstate.handle is None:
             raise ValueError(f"{operation}: the weights are closed")
@@ -414,18 +425,21 @@ def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_s
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
-         split_convention="tensor_split", verify=False, digests=None):
+         split_convention="tensor_split", verify=False, digests=None, populate=False):
     path_c = _path(path, "path")
     _check_bool(read_only, "read_only")
     _check_bool(verify, "verify")
+    _check_bool(populate, "populate")
     digests_c = None if digests is None else _path(digests, "digests")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
     _check_int(device, "device", bits=32)
     _check_int(staging_buffer_bytes, "staging_buffer_bytes")
     _check_int(staging_buffer_count, "staging_buffer_count", bits=32)
+    if not isinstance(strategy, str):
+        raise TypeError(f"strategy must be a str ('auto', 'mmap', 'read' or 'direct'), got {type(strategy).__name__}")
     if strategy not in _abi.LOAD_STRATEGIES:
-        raise ValueError(f"strategy must be 'mmap' or 'read', got {strategy!r}")
+        raise ValueError(f"strategy must be 'auto', 'mmap', 'read' or 'direct', got {strategy!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
     options = checkpoint_options(schema, tensors, revision, rank, world_size, split, split_convention)
@@ -439,6 +453,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.copy_on_write = 0 if read_only else 1
     options.check_digests = 1 if verify or digests is not None else 0
     options.digests_path = digests_c
+    options.populate = 1 if populate else 0
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

@@ -385,7 +385,7 @@ class BadInput(Base):
             self.ctx.load(42)
         with self.assertRaisesRegex(TypeError, "schema must be a path"):
             self.ctx.load(EXAMPLE, schema=["s"])
-        with self.assertRaisesRegex(ValueError, "strategy must be 'mmap' or 'read'"):
+        with self.assertRaisesRegex(ValueError, "strategy must be 'auto', 'mmap', 'read' or 'direct'"):
             self.ctx.load(EXAMPLE, strategy="fast")
         with self.assertRaisesRegex(TypeError, "progress must be callable"):
             self.ctx.load(EXAMPLE, progress=5)

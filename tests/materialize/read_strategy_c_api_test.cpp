@@ -1,0 +1,276 @@
+// The read strategies through the C API (docs/cold-start.md): direct reads
+// give the file's bytes at every alignment, on the host and through the
+// staging ring; `auto` says what it chose and why; the buffered fallback is
+// taken and reported on tmpfs; a file truncated while its reads are in flight
+// and a cancel from the progress callback fail cleanly with no root left;
+// populate reads the zero-copy roots in.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
+#include "materialize_support.hpp"
+#include "tests/support/upload_provider.hpp"
+
+namespace mtest {
+namespace {
+
+// A folder on tmpfs (/dev/shm), removed with the object; empty when there is none.
+class ShmDir {
+ public:
+  ShmDir() {
+    char name[] = "/dev/shm/rootspan-strategy-XXXXXX";
+    if (::mkdtemp(name) != nullptr) path_ = name;
+  }
+  ~ShmDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  const fs::path &path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct Truncating {
+  fs::path path;
+  int calls = 0;
+};
+
+int truncate_at_first_progress(void *context, const rootspan_load_progress *) {
+  auto *t = static_cast<Truncating *>(context);
+  if (t->calls++ == 0) {
+    EXPECT_EQ(::truncate(t->path.c_str(), 4096), 0);
+  }
+  return 0;
+}
+
+int cancel_at_second_progress(void *context, const rootspan_load_progress *) {
+  return ++*static_cast<int *>(context) >= 2 ? 1 : 0;
+}
+
+class ReadStrategyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    upload_reset();
+    rootspan_error *raw = nullptr;
+    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_EQ(rootspan_context_add_provider(context_, upload_entry, nullptr, &raw), ROOTSPAN_OK) << describe(raw);
+  }
+  void TearDown() override {
+    free_weights();
+    std::uint64_t live = 0;
+    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
+    EXPECT_EQ(live, 0u);
+    EXPECT_EQ(upload_live_blocks(), 0);
+  }
+  void free_weights() {
+    if (weights_ != nullptr) {
+      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    }
+    weights_ = nullptr;
+  }
+
+  rootspan_load_options options(rootspan_load_strategy strategy, const char *provider = "host") const {
+    rootspan_load_options o{};
+    o.struct_size = sizeof o;
+    o.provider = provider;
+    o.strategy = strategy;
+    return o;
+  }
+  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
+    free_weights();
+    rootspan_error *raw = nullptr;
+    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
+    error_.reset(raw);
+    return status;
+  }
+  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
+  nlohmann::json report() const {
+    char *json = nullptr;
+    EXPECT_EQ(rootspan_weights_read_report(weights_, &json, nullptr), ROOTSPAN_OK);
+    nlohmann::json doc = nlohmann::json::parse(json);
+    rootspan_string_free(json);
+    return doc;
+  }
+  std::size_t live_roots() const { return context_->context->live_roots(); }
+
+  // Every loaded component's bytes, read back through its provider, equal the file's.
+  void expect_bytes_of(const WrittenFile &file) {
+    std::size_t count = 0;
+    ASSERT_EQ(rootspan_weights_component_count(weights_, &count), ROOTSPAN_OK);
+    ASSERT_EQ(count, file.tensors.size());
+    for (std::size_t i = 0; i < count; ++i) {
+      rootspan_component_info info{};
+      info.struct_size = sizeof info;
+      ASSERT_EQ(rootspan_weights_component(weights_, i, &info), ROOTSPAN_OK);
+      std::vector<std::byte> bytes(info.byte_length);
+      rootspan_claim *claim = nullptr;
+      ASSERT_EQ(rootspan_claim_acquire(info.root, 0, bytes.size(), ROOTSPAN_CLAIM_SHARED, &claim, nullptr),
+                ROOTSPAN_OK);
+      EXPECT_EQ(rootspan_copy_to_host(claim, 0, bytes.data(), bytes.size(), nullptr), ROOTSPAN_OK);
+      EXPECT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
+      EXPECT_EQ(bytes, file.tensor(info.id)) << info.id;
+    }
+  }
+
+  // Tensors at file offsets 0, 1, 511, 4095 and 4097 within a block (the
+  // data section starts at `remainder` mod 4096), with lengths that end
+  // mid-block, some long enough for an aligned middle.
+  WrittenFile misaligned_file(const TempDir &dir, std::uint64_t remainder) const {
+    return write_safetensors(dir, "model.safetensors",
+                             {{"a", "U8", {1}},
+                              {"b", "U8", {510}},
+                              {"c", "U8", {3584}},
+                              {"d", "U8", {4098}},
+                              {"e", "U8", {70000}},
+                              {"f", "U8", {1 << 20}},
+                              {"g", "U8", {333}}},
+                             71, 4096, remainder);
+  }
+
+  TempDir dir_;
+  rootspan_context *context_ = nullptr;
+  rootspan_weights *weights_ = nullptr;
+  ErrorPtr error_;
+};
+
+TEST_F(ReadStrategyTest, DirectReadsGiveTheFilesBytesAtEveryAlignment) {
+  for (std::uint64_t remainder : {0u, 1u, 511u, 4095u}) {
+    TempDir dir;
+    const WrittenFile file = misaligned_file(dir, remainder);
+    for (const char *provider : {"host", kUploadProviderName}) {
+      ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_DIRECT, provider)), ROOTSPAN_OK) << message();
+      expect_bytes_of(file);
+      const nlohmann::json r = report();
+      EXPECT_EQ(r["requested"], "direct");
+      EXPECT_EQ(r["strategy"], "direct");
+      ASSERT_TRUE(r["reads"].is_object()) << r.dump();
+      const std::uint64_t total = file.bytes.size() - file.data_offset;
+      EXPECT_EQ(r["reads"]["bytes"], total);
+      if (r["reads"]["fallbacks"].empty()) {
+        EXPECT_EQ(r["reads"]["direct_bytes"], total) << r.dump();
+      } else {  // $TMPDIR takes no direct reads here: the file is named with why
+        EXPECT_EQ(r["reads"]["fallbacks"][0]["file"], file.path.string()) << r.dump();
+        EXPECT_FALSE(r["reads"]["fallbacks"][0]["reason"].get<std::string>().empty());
+      }
+    }
+  }
+}
+
+TEST_F(ReadStrategyTest, AutoSaysWhatItChoseAndWhy) {
+  const WrittenFile file = misaligned_file(dir_, 0);
+  ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_AUTO)), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  nlohmann::json r = report();
+  EXPECT_EQ(r["requested"], "auto");
+  EXPECT_NE(r["strategy"], "auto");
+  const std::string reason = r["reason"];
+  EXPECT_EQ(reason.rfind("auto: \"model.safetensors\" is on ", 0), 0u) << reason;
+  // A local disk or tmpfs (where the tests run) is mapped.
+  if (reason.find("a local file system") != std::string::npos ||
+      reason.find("a file system in memory") != std::string::npos) {
+    EXPECT_EQ(r["strategy"], "mmap") << reason;
+  }
+  // A provider without host access always copies.
+  ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_AUTO, kUploadProviderName)), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  r = report();
+  EXPECT_NE(r["strategy"], "mmap") << r.dump();
+  EXPECT_TRUE(r["reads"].is_object());
+  // An explicit strategy is taken as asked.
+  ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_READ)), ROOTSPAN_OK) << message();
+  EXPECT_EQ(report()["reason"], "asked for read");
+}
+
+TEST_F(ReadStrategyTest, OnTmpfsAutoMapsAndDirectFallsBackSayingWhy) {
+  ShmDir shm;
+  if (shm.path().empty()) GTEST_SKIP() << "no /dev/shm";
+  const WrittenFile file = misaligned_file(dir_, 1);
+  const fs::path copy = shm.path() / "model.safetensors";
+  fs::copy_file(file.path, copy);
+  ASSERT_EQ(load(copy, options(ROOTSPAN_LOAD_AUTO)), ROOTSPAN_OK) << message();
+  nlohmann::json r = report();
+  if (r["reason"].get<std::string>().find("tmpfs") == std::string::npos) GTEST_SKIP() << "/dev/shm is not tmpfs";
+  EXPECT_EQ(r["strategy"], "mmap");
+  EXPECT_TRUE(r["reads"].is_null()) << r.dump();  // every component zero-copy: nothing read
+
+  ASSERT_EQ(load(copy, options(ROOTSPAN_LOAD_DIRECT)), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  r = report();
+  EXPECT_EQ(r["strategy"], "direct");
+  EXPECT_EQ(r["reads"]["direct_bytes"], 0u);
+  ASSERT_EQ(r["reads"]["fallbacks"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["reads"]["fallbacks"][0]["file"], copy.string());
+  EXPECT_NE(r["reads"]["fallbacks"][0]["reason"].get<std::string>().find("tmpfs holds its files in memory"),
+            std::string::npos)
+      << r.dump();
+}
+
+// 96 MiB: more than the 64 MiB in flight, so reads are still to start when
+// the first completes and the file loses all but its first page.
+TEST_F(ReadStrategyTest, AFileTruncatedWhileItsReadsAreInFlightFailsWithNoRootLeft) {
+  for (rootspan_load_strategy strategy : {ROOTSPAN_LOAD_READ, ROOTSPAN_LOAD_DIRECT}) {
+    for (const char *provider : {"host", kUploadProviderName}) {
+      TempDir dir;
+      const WrittenFile file = write_safetensors(
+          dir, "model.safetensors",
+          {{"a", "U8", {24 << 20}}, {"b", "U8", {24 << 20}}, {"c", "U8", {24 << 20}}, {"d", "U8", {24 << 20}}}, 72);
+      Truncating truncating{file.path};
+      rootspan_load_options o = options(strategy, provider);
+      o.progress = truncate_at_first_progress;
+      o.progress_context = &truncating;
+      ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_IO) << message() << " strategy " << strategy << " " << provider;
+      EXPECT_EQ(weights_, nullptr);
+      EXPECT_EQ(live_roots(), 0u);
+      EXPECT_NE(message().find("model.safetensors"), std::string::npos) << message();
+      EXPECT_TRUE(message().find("file ended early") != std::string::npos ||
+                  message().find("file size changed") != std::string::npos)
+          << message();
+    }
+  }
+  EXPECT_EQ(upload_live_blocks(), 0);
+}
+
+TEST_F(ReadStrategyTest, CancellingFromTheProgressCallbackStopsTheReads) {
+  std::vector<TensorSpec> tensors;
+  for (int i = 0; i < 40; ++i) tensors.push_back({"t" + std::to_string(i), "U8", {1 << 20}});
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors, 73);
+  for (rootspan_load_strategy strategy : {ROOTSPAN_LOAD_READ, ROOTSPAN_LOAD_DIRECT}) {
+    int calls = 0;
+    rootspan_load_options o = options(strategy);
+    o.progress = cancel_at_second_progress;
+    o.progress_context = &calls;
+    ASSERT_EQ(load(file.path, o), ROOTSPAN_ERR_CANCELLED) << message();
+    EXPECT_EQ(calls, 2);  // no progress reported after the cancel
+    EXPECT_EQ(live_roots(), 0u);
+  }
+}
+
+TEST_F(ReadStrategyTest, PopulateReadsTheZeroCopyRootsIn) {
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {1 << 18}}, {"b", "F32", {1 << 16}}}, 74);
+  rootspan_load_options o = options(ROOTSPAN_LOAD_MMAP);
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  EXPECT_EQ(report()["warmed_bytes"], 0u);
+  o.populate = 1;
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  const nlohmann::json r = report();
+  // Whole pages covering both tensors.
+  EXPECT_GE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)));
+  EXPECT_LE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)) + 4 * 4096);
+}
+
+TEST_F(ReadStrategyTest, AnUnknownStrategyIsRefusedByName) {
+  const WrittenFile file = misaligned_file(dir_, 0);
+  ASSERT_EQ(load(file.path, options(4)), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("strategy"), std::string::npos) << message();
+  EXPECT_NE(message().find("4"), std::string::npos) << message();
+  EXPECT_EQ(rootspan_weights_read_report(nullptr, nullptr, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace mtest

@@ -1,0 +1,250 @@
+// ParallelReader (weights/files/parallel_reader.hpp): bytes equal the file's
+// for direct reads at every alignment, the buffered fallback is taken and
+// named, a file truncated while reads are in flight fails cleanly, a
+// cancelling completion stops the reads, and the in-flight budget holds
+// (counted, never timed). Each test runs on both engines.
+#include "weights/files/parallel_reader.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "tests/support/temp_dir.hpp"
+#include "weights/files/file_system.hpp"
+
+namespace rootspan::weights {
+namespace {
+
+using test_support::TempDir;
+
+std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::vector<std::byte> bytes(n);
+  for (auto &b : bytes) b = static_cast<std::byte>(generator());
+  return bytes;
+}
+
+InputFile open_input(const std::filesystem::path &path) {
+  auto file = InputFile::open(path, "test");
+  if (!file) throw std::runtime_error(file.error()->cause);
+  return std::move(file).value();
+}
+
+// A buffer whose address is `misalignment` bytes past a 4096-byte boundary.
+class Destination {
+ public:
+  Destination(std::size_t bytes, std::size_t misalignment)
+      : block_(static_cast<std::byte *>(std::aligned_alloc(4096, (bytes + misalignment + 4095) / 4096 * 4096 + 4096))),
+        data_(block_ + misalignment) {}
+  ~Destination() { std::free(block_); }
+  std::byte *data() const { return data_; }
+
+ private:
+  std::byte *block_;
+  std::byte *data_;
+};
+
+class ParallelReaderTest : public ::testing::TestWithParam<ReadEngine> {
+ protected:
+  ParallelReadOptions options(ReadMode mode) const {
+    ParallelReadOptions o;
+    o.mode = mode;
+    o.engine = GetParam();
+    o.operation = "test_read";
+    return o;
+  }
+  std::unique_ptr<ParallelReader> make(ParallelReadOptions o) const {
+    auto reader = ParallelReader::create(std::move(o));
+    EXPECT_TRUE(reader) << reader.error()->cause;
+    if (GetParam() == ReadEngine::kIoUring && reader.value()->stats().engine != ReadEngine::kIoUring) {
+      return nullptr;  // no io_uring here: the thread engine's run covers the rest
+    }
+    return std::move(reader).value();
+  }
+};
+
+TEST_P(ParallelReaderTest, DirectReadsEqualTheFileAtEveryAlignment) {
+  // The folder of the test on a disk file system: $TMPDIR, else the build
+  // folder the suite runs in.
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(96 * 1024 + 333, 7);
+  std::filesystem::path path = tmp.write("data.bin", bytes);
+  if (!direct_alignment_of(open_input(path).fd()).why.empty()) {
+    path = std::filesystem::current_path() / "parallel_reader_direct.bin";
+    std::FILE *out = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), out);
+    std::fclose(out);
+  }
+  const InputFile file = open_input(path);
+  if (const DirectAlignment a = direct_alignment_of(file.fd()); !a.why.empty()) GTEST_SKIP() << a.why;
+  auto reader = make(options(ReadMode::kDirect));
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+
+  const std::uint64_t offsets[] = {0, 1, 511, 512, 4095, 4096, 4097, 8192 + 100};
+  const std::uint64_t lengths[] = {1, 100, 511, 512, 4096, 5000, 12289, 3 * 4096, 64 * 1024};
+  const std::size_t misalignments[] = {0, 1, 8, 512, 4095};
+  struct Case {
+    std::unique_ptr<Destination> destination;
+    std::uint64_t offset, length;
+  };
+  std::vector<Case> cases;
+  for (std::uint64_t offset : offsets) {
+    for (std::uint64_t length : lengths) {
+      for (std::size_t misalignment : misalignments) {
+        if (offset + length > bytes.size()) continue;
+        cases.push_back({std::make_unique<Destination>(length, misalignment), offset, length});
+        ASSERT_TRUE(reader->submit({&file, offset, cases.back().destination->data(), length, "case"}));
+      }
+    }
+  }
+  // The file's last bytes: the final block ends past the end of the file.
+  cases.push_back({std::make_unique<Destination>(777, 0), bytes.size() - 777, 777});
+  ASSERT_TRUE(reader->submit({&file, bytes.size() - 777, cases.back().destination->data(), 777, "tail"}));
+  auto drained = reader->drain();
+  ASSERT_TRUE(drained) << drained.error()->cause;
+  std::uint64_t total = 0;
+  for (const Case &c : cases) {
+    total += c.length;
+    ASSERT_EQ(std::memcmp(c.destination->data(), bytes.data() + c.offset, c.length), 0)
+        << "offset " << c.offset << " length " << c.length;
+  }
+  const ParallelReadStats &stats = reader->stats();
+  EXPECT_TRUE(stats.fallbacks.empty()) << stats.fallbacks.begin()->second;
+  EXPECT_EQ(stats.bytes, total);
+  EXPECT_EQ(stats.direct_bytes, total);
+  EXPECT_GT(stats.bounced_bytes, 0u);     // the unaligned heads and tails
+  EXPECT_LT(stats.bounced_bytes, total);  // and not the aligned middles
+  if (path.parent_path() == std::filesystem::current_path()) std::filesystem::remove(path);
+}
+
+TEST_P(ParallelReaderTest, DirectFallsBackToBufferedOnTmpfsAndNamesTheFile) {
+  const std::filesystem::path shm = "/dev/shm";
+  if (!std::filesystem::is_directory(shm)) GTEST_SKIP() << "no /dev/shm";
+  char folder[] = "/dev/shm/rootspan-reader-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::filesystem::path path = std::filesystem::path(folder) / "data.bin";
+  const std::vector<std::byte> bytes = random_bytes(20000, 3);
+  {
+    std::FILE *out = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), out);
+    std::fclose(out);
+  }
+  const InputFile file = open_input(path);
+  if (file_system_of(file.fd()).kind != FileSystemKind::kMemory) {
+    std::filesystem::remove_all(folder);
+    GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  }
+  auto reader = make(options(ReadMode::kDirect));
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  std::vector<std::byte> into(bytes.size() - 4097);
+  ASSERT_TRUE(reader->submit({&file, 4097, into.data(), into.size(), "x"}));
+  ASSERT_TRUE(reader->drain());
+  EXPECT_EQ(std::memcmp(into.data(), bytes.data() + 4097, into.size()), 0);
+  const ParallelReadStats &stats = reader->stats();
+  EXPECT_EQ(stats.direct_bytes, 0u);
+  ASSERT_EQ(stats.fallbacks.count(path.string()), 1u);
+  EXPECT_NE(stats.fallbacks.at(path.string()).find("tmpfs"), std::string::npos) << stats.fallbacks.at(path.string());
+  std::filesystem::remove_all(folder);
+}
+
+TEST_P(ParallelReaderTest, AFileTruncatedWhileReadsAreInFlightFailsCleanly) {
+  for (ReadMode mode : {ReadMode::kBuffered, ReadMode::kDirect}) {
+    TempDir tmp;
+    const std::filesystem::path path = tmp.write("big.bin", random_bytes(32 << 20, 5));
+    const InputFile file = open_input(path);
+    ParallelReadOptions o = options(mode);
+    o.request_bytes = 1 << 20;
+    o.queue_depth = 4;
+    int completions = 0;
+    o.on_complete = [&](std::uint64_t) -> Result<void> {
+      // The first read is in: the file loses all but its first MiB.
+      if (completions++ == 0) {
+        EXPECT_EQ(::truncate(path.c_str(), 1 << 20), 0);
+      }
+      return BOOST_OUTCOME_V2_NAMESPACE::success();
+    };
+    auto reader = make(std::move(o));
+    if (!reader) GTEST_SKIP() << "io_uring unavailable";
+    std::vector<std::byte> into(32 << 20);
+    auto submitted = reader->submit({&file, 0, into.data(), into.size(), "component \"w\""});
+    auto drained = reader->drain();
+    const Result<void> &failed = submitted ? drained : submitted;
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error()->code, ROOTSPAN_ERR_IO);
+    EXPECT_NE(failed.error()->cause.find("file ended early"), std::string::npos) << failed.error()->cause;
+    EXPECT_NE(failed.error()->cause.find("component \"w\""), std::string::npos) << failed.error()->cause;
+    EXPECT_LT(reader->stats().requests, 32u);  // reads after the failure were never started
+  }
+}
+
+TEST_P(ParallelReaderTest, ACancellingCompletionStopsTheReads) {
+  TempDir tmp;
+  const std::filesystem::path path = tmp.write("big.bin", random_bytes(16 << 20, 9));
+  const InputFile file = open_input(path);
+  ParallelReadOptions o = options(ReadMode::kBuffered);
+  o.request_bytes = 256 << 10;  // 64 requests
+  o.queue_depth = 4;
+  int completions = 0;
+  o.on_complete = [&](std::uint64_t) -> Result<void> {
+    if (++completions == 2) return make_error(ROOTSPAN_ERR_CANCELLED, "test_read", "cancelled by the test");
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  };
+  auto reader = make(std::move(o));
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  std::vector<std::byte> into(16 << 20);
+  auto submitted = reader->submit({&file, 0, into.data(), into.size(), ""});
+  ASSERT_FALSE(submitted);
+  EXPECT_EQ(submitted.error()->code, ROOTSPAN_ERR_CANCELLED);
+  auto drained = reader->drain();
+  ASSERT_FALSE(drained);
+  EXPECT_EQ(drained.error()->code, ROOTSPAN_ERR_CANCELLED);
+  // Two completed, then at most the four in flight: nothing new started.
+  EXPECT_LE(reader->stats().requests, 2u + 4u);
+  EXPECT_EQ(completions, 2);  // no completion reported after the cancel
+}
+
+TEST_P(ParallelReaderTest, TheInFlightBudgetIsRespected) {
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(32 << 20, 11);
+  const std::filesystem::path path = tmp.write("big.bin", bytes);
+  const InputFile file = open_input(path);
+  for (ReadMode mode : {ReadMode::kBuffered, ReadMode::kDirect}) {
+    ParallelReadOptions o = options(mode);
+    o.request_bytes = 1 << 20;
+    o.queue_depth = 16;
+    o.max_bytes_in_flight = 3 << 20;
+    auto reader = make(std::move(o));
+    if (!reader) GTEST_SKIP() << "io_uring unavailable";
+    std::vector<std::byte> into(bytes.size());
+    ASSERT_TRUE(reader->submit({&file, 0, into.data(), into.size(), ""}));
+    ASSERT_TRUE(reader->drain());
+    EXPECT_EQ(into, bytes);
+    const ParallelReadStats &stats = reader->stats();
+    EXPECT_EQ(stats.requests, 32u);
+    EXPECT_EQ(stats.peak_bytes_in_flight, 3u << 20);  // three whole requests, never a fourth
+    EXPECT_EQ(stats.peak_requests_in_flight, 3u);
+  }
+  // The queue depth bounds requests when bytes do not.
+  ParallelReadOptions o = options(ReadMode::kBuffered);
+  o.request_bytes = 64 << 10;
+  o.queue_depth = 5;
+  auto reader = make(std::move(o));
+  std::vector<std::byte> into(bytes.size());
+  ASSERT_TRUE(reader->submit({&file, 0, into.data(), into.size(), ""}));
+  ASSERT_TRUE(reader->drain());
+  EXPECT_EQ(reader->stats().peak_requests_in_flight, 5u);
+  EXPECT_EQ(into, bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ParallelReaderTest, ::testing::Values(ReadEngine::kIoUring, ReadEngine::kThreads),
+                         [](const auto &info) { return info.param == ReadEngine::kIoUring ? "io_uring" : "threads"; });
+
+}  // namespace
+}  // namespace rootspan::weights

@@ -1,0 +1,128 @@
+// ParallelReader: reads many byte ranges of checkpoint files with many
+// requests in flight, so that a cold load runs at the speed of the storage
+// rather than of one read at a time (docs/cold-start.md).
+//
+// Engines. io_uring (liburing) where the kernel allows it; otherwise, or when
+// asked, a small pool of threads calling pread. Either way at most
+// `queue_depth` requests and `max_bytes_in_flight` bytes are in flight, and
+// every completion is handled on the thread that called submit() or drain(),
+// so callbacks need no locks.
+//
+// Direct reads (ReadMode::kDirect) open each file a second time with O_DIRECT
+// through /proc/self/fd (the same open file, never its name again) and read
+// whole aligned blocks: offsets rounded down to the file system's direct I/O
+// alignment, lengths rounded up. The aligned middle of a range goes straight
+// into the destination when the destination's address allows it; the head and
+// tail blocks, or the whole range when it does not, go through an aligned
+// bounce buffer and only the bytes asked for are copied out. A file that takes
+// no direct reads (tmpfs, overlay, a file system without them, a refused
+// reopen, EINVAL from the first read) is read buffered instead, and
+// stats().fallbacks names it and why.
+//
+// Failure. A read that fails, or a file that ends early (truncated while the
+// reads are in flight), makes submit() or drain() return ROOTSPAN_ERR_IO naming
+// the file, offset and label; a completion callback that returns an error
+// (a cancelled progress callback) is returned the same way. After the first
+// error no read is started; those in flight are waited for, so no read writes
+// into a destination after drain() (or the destructor) returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/diagnostic.hpp"
+#include "weights/files/input_file.hpp"
+
+namespace rootspan::weights {
+
+enum class ReadMode { kBuffered, kDirect };
+enum class ReadEngine { kAuto, kIoUring, kThreads };
+
+struct ParallelReadOptions {
+  ReadMode mode = ReadMode::kBuffered;
+  // kAuto: io_uring for direct reads where the kernel allows it, pread
+  // threads otherwise (ROOTSPAN_READ_ENGINE=threads or io_uring overrides).
+  ReadEngine engine = ReadEngine::kAuto;
+  std::size_t queue_depth = 16;  // requests in flight at most (at least 1 is used)
+  // A range longer than this is read as several requests. 4 MiB reads keep
+  // a device busy while 16 of them stay within a 64 MiB budget.
+  std::uint64_t request_bytes = 4ull << 20;
+  std::uint64_t max_bytes_in_flight = 64ull << 20;  // a single request may exceed it alone
+  std::string operation;                            // names the caller's operation in errors
+  // Called on the submitting thread after each request completes, with its
+  // byte count; an error stops the reads and is returned by submit()/drain().
+  std::function<Result<void>(std::uint64_t bytes)> on_complete;
+};
+
+// One range to read. `file` and the destination must stay valid
+// until drain() has returned.
+struct ReadRange {
+  const InputFile *file = nullptr;
+  std::uint64_t offset = 0;
+  std::byte *destination = nullptr;
+  std::uint64_t length = 0;
+  std::string label;  // names the range in errors ("component \"x\", tensor \"y\""); may be empty
+};
+
+// What the reader did, for the load report.
+struct ParallelReadStats {
+  ReadEngine engine = ReadEngine::kThreads;  // the engine used
+  std::string engine_note;                   // why io_uring was not used ("" when it was)
+  std::size_t queue_depth = 0;
+  std::uint64_t max_bytes_in_flight = 0;
+  std::uint64_t requests = 0;               // requests completed
+  std::uint64_t bytes = 0;                  // bytes delivered to destinations
+  std::uint64_t direct_bytes = 0;           // of them, read with O_DIRECT
+  std::uint64_t bounced_bytes = 0;          // of them, copied out of a bounce buffer
+  std::size_t peak_requests_in_flight = 0;  // counted, for tests of the budget
+  std::uint64_t peak_bytes_in_flight = 0;
+  std::map<std::string, std::string> fallbacks;  // file -> why it was read buffered despite kDirect
+};
+
+const char *read_engine_name(ReadEngine engine);
+
+class ParallelReader {
+ public:
+  static Result<std::unique_ptr<ParallelReader>> create(ParallelReadOptions options);
+  // Waits for every read in flight.
+  ~ParallelReader();
+  ParallelReader(const ParallelReader &) = delete;
+  ParallelReader &operator=(const ParallelReader &) = delete;
+
+  // Queues a range, split into requests of at most request_bytes; blocks,
+  // handling completions, while the budget is full.
+  Result<void> submit(const ReadRange &range);
+  // Waits for every request queued; returns the first error.
+  Result<void> drain();
+
+  const ParallelReadStats &stats() const;
+
+  class Engine;
+  struct Request;
+  struct FileState;
+
+ private:
+  explicit ParallelReader(ParallelReadOptions options);
+  Result<void> start(Request request);
+  void handle_one();
+  void complete(Request &request, long result);
+  FileState &state_of(const InputFile &file);
+
+  ParallelReadOptions options_;
+  ParallelReadStats stats_;
+  std::unique_ptr<Engine> engine_;
+  std::vector<std::unique_ptr<Request>> slots_;  // queue_depth of them; a free one has no file
+  std::vector<Request *> free_;
+  std::map<const InputFile *, std::unique_ptr<FileState>> files_;
+  std::size_t in_flight_ = 0;
+  std::uint64_t bytes_in_flight_ = 0;
+  std::optional<Diagnostic> error_;
+};
+
+}  // namespace rootspan::weights

@@ -1,0 +1,41 @@
+// Which strategy a load reads its files with, and why: the `auto` strategy
+// looks at the file system under each file and at the checkpoint's size
+// against the memory available (docs/cold-start.md).
+//
+//   host memory, local block device (ext4, XFS, ...) or tmpfs -> mmap
+//       (zero-copy: pages fault in from the page cache or a fast device)
+//   host memory, NFS, Lustre, GPFS, BeeGFS, SMB, FUSE or overlay -> read
+//       (a page fault there is a round trip; many reads in flight are not)
+//     ... unless the checkpoint does not fit in the memory available -> mmap
+//       (a copy could not be made; mapped pages can be dropped and re-read)
+//   a provider without host access (GPUs): always a copy through the staging
+//   ring -> read, or direct when the checkpoint is larger than half the
+//   memory available on a local block device (the page cache could not keep
+//   it, so buffering it only evicts what could be kept)
+//
+// An explicit strategy is taken as asked.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "weights/checkpoints/checkpoint.hpp"
+
+namespace rootspan::weights {
+
+enum class Strategy { kMmap, kRead, kDirect, kAuto };
+
+const char *strategy_name(Strategy strategy);  // "mmap", "read", "direct", "auto"
+
+struct StrategyChoice {
+  Strategy strategy = Strategy::kMmap;  // never kAuto
+  std::string reason;                   // one sentence, for the load report
+};
+
+// `host`: the provider's memory is host memory (zero-copy is possible).
+// `total_bytes`: what the load places; `available`: available_memory().
+StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
+                               std::optional<std::uint64_t> available);
+
+}  // namespace rootspan::weights
