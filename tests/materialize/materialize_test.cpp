@@ -199,21 +199,29 @@ TEST_F(MaterializeTest, AHostLoadUsesNoStagingRing) {
   EXPECT_EQ(read_root(*loaded.value().components[0].root), file.tensor("w"));
 }
 
-TEST_F(MaterializeTest, ACopyLoadBigEnoughToPrefaultHoldsTheFilesBytes) {
-  // About 89 MiB in three tensors, two over Prefault::kMinimumBytes (one of them
-  // over a read chunk): the page faults run on a second thread while the
-  // reads fill the same roots, and every byte is still the file's.
+TEST_F(MaterializeTest, ACopyLoadOnParallelReadsHoldsTheFilesBytes) {
+  // About 89 MiB in three tensors, more than the 64 MiB in flight: reads of
+  // several components run at once on every engine and mode, and every byte
+  // is still the file's.
   const WrittenFile file =
       write_safetensors(dir_, "model.safetensors",
                         {{"big", "F32", {20, 1024, 1024}}, {"mid", "U8", {9 << 20}}, {"small", "U8", {4096}}}, 19);
-  LoadOptions options;
-  options.strategy = rootspan::weights::Strategy::kRead;
-  auto &loaded = load(file.path, std::nullopt, options);
-  ASSERT_TRUE(loaded) << loaded.error()->message();
-  ASSERT_EQ(loaded.value().components.size(), 3u);
-  for (const LoadedComponent &c : loaded.value().components) {
-    EXPECT_FALSE(c.zero_copy) << c.id;
-    EXPECT_TRUE(read_root(*c.root) == file.tensor(c.id)) << c.id << ": not the file's bytes";
+  for (auto engine : {rootspan::weights::ReadEngine::kIoUring, rootspan::weights::ReadEngine::kThreads}) {
+    for (auto strategy : {rootspan::weights::Strategy::kRead, rootspan::weights::Strategy::kDirect}) {
+      LoadOptions options;
+      options.strategy = strategy;
+      options.read_engine = engine;
+      auto &loaded = load(file.path, std::nullopt, options);
+      ASSERT_TRUE(loaded) << loaded.error()->message();
+      ASSERT_EQ(loaded.value().components.size(), 3u);
+      for (const LoadedComponent &c : loaded.value().components) {
+        EXPECT_FALSE(c.zero_copy) << c.id;
+        EXPECT_TRUE(read_root(*c.root) == file.tensor(c.id)) << c.id << ": not the file's bytes";
+      }
+      ASSERT_TRUE(loaded.value().reads.has_value());
+      EXPECT_EQ(loaded.value().reads->bytes, file.bytes.size() - file.data_offset);
+      EXPECT_GT(loaded.value().reads->peak_requests_in_flight, 1u);
+    }
   }
 }
 
