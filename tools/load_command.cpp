@@ -7,8 +7,10 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "byte_size.hpp"
 #include "command.hpp"
@@ -266,22 +268,20 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   std::string mismatches;
   std::optional<double> verify_seconds;
   if (load.verify) {
+    // The files' digests are computed on a second thread while this one
+    // hashes provider memory: two SHA-256 streams on two cores.
     SourceDigests sources;
     std::string problem;
     ErrorPtr source_error;
-    if (!digest_sources(load.checkpoint.path, opts, sources, source_error, problem)) {
-      return source_error ? print_error(options, source_error.get())
-                          : print_program_error(options, kInvalidInput, "Io", "verify", problem);
-    }
-    for (std::size_t i = 0; i < count; ++i) {
+    std::future<bool> sourced = std::async(
+        std::launch::async, [&] { return digest_sources(load.checkpoint.path, opts, sources, source_error, problem); });
+    std::vector<std::optional<std::string>> held(count);  // each component's digest, or nullopt: unreadable
+    bool interrupted = false;
+    for (std::size_t i = 0; i < count && !interrupted; ++i) {
       if (progress.interrupted()) {
-        return print_program_error(options, kInterrupted, "Cancelled", "verify",
-                                   "--verify: interrupted (Ctrl-C); the components were released");
+        interrupted = true;
+        break;
       }
-      nlohmann::json &c = components[i];
-      const std::string id = c["id"].get<std::string>();
-      const auto source = sources.by_component.find(id);
-      if (source != sources.by_component.end()) c["source_sha256"] = source->second;
       char hex[65];
       rootspan_error *verify_error = nullptr;
       if (rootspan_weights_component_sha256(weights.get(), i, hex, &verify_error) != ROOTSPAN_OK) {
@@ -289,10 +289,26 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
         exit_status = print_error(options, e.get());
         continue;
       }
-      c["sha256"] = hex;
+      held[i] = hex;
+    }
+    if (!sourced.get()) {
+      return source_error ? print_error(options, source_error.get())
+                          : print_program_error(options, kInvalidInput, "Io", "verify", problem);
+    }
+    if (interrupted || progress.interrupted()) {
+      return print_program_error(options, kInterrupted, "Cancelled", "verify",
+                                 "--verify: interrupted (Ctrl-C); the components were released");
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      nlohmann::json &c = components[i];
+      const std::string id = c["id"].get<std::string>();
+      const auto source = sources.by_component.find(id);
+      if (source != sources.by_component.end()) c["source_sha256"] = source->second;
+      if (!held[i]) continue;
+      c["sha256"] = *held[i];
       if (c["sha256"] != c["source_sha256"]) {
         mismatches += std::string(mismatches.empty() ? "" : "; ") + "component \"" + id +
-                      "\": provider memory has sha256 " + hex + ", the file's bytes have sha256 " +
+                      "\": provider memory has sha256 " + *held[i] + ", the file's bytes have sha256 " +
                       (c["source_sha256"].is_null() ? std::string("(none: not in the read plan)")
                                                     : c["source_sha256"].get<std::string>());
       }

@@ -28,8 +28,8 @@ extern "C" {
  * embedder's own reads through rootspan_mapping_data are not protected. For
  * files the embedder does not control, use READ or DIRECT.
  *
- * READ and DIRECT copy with many reads in flight (io_uring, or a pool of
- * pread threads). DIRECT reads with O_DIRECT, past the page cache, where the
+ * READ and DIRECT copy with many reads in flight (a pool of pread threads,
+ * or io_uring with ROOTSPAN_READ_ENGINE=io_uring in the environment). DIRECT reads with O_DIRECT, past the page cache, where the
  * file system allows it, and reads buffered where it does not (tmpfs,
  * overlay, EINVAL); rootspan_weights_read_report names each such file. AUTO
  * chooses one of the others from the file system under the files and the

@@ -47,38 +47,42 @@ const char *strategy_name(Strategy strategy) {
 
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
                                std::optional<std::uint64_t> available) {
-  if (requested != Strategy::kAuto) return {requested, std::string("asked for ") + strategy_name(requested)};
-  // The file that decides: the first one on a remote file system, else the
-  // first file.
-  std::string file;
-  FileSystem fs;
-  for (const Shard &shard : checkpoint.shards()) {
-    if (!shard.input) continue;
-    const FileSystem here = file_system_of(shard.input->fd());
-    if (file.empty() || (is_remote(here.kind) && !is_remote(fs.kind))) {
-      file = shard.path.filename().string();
-      fs = here;
+  StrategyInputs inputs{"", {}, host, total_bytes, available};
+  if (requested == Strategy::kAuto) {
+    for (const Shard &shard : checkpoint.shards()) {
+      if (!shard.input) continue;
+      const FileSystem here = file_system_of(shard.input->fd());
+      if (inputs.file.empty() || (is_remote(here.kind) && !is_remote(inputs.fs.kind))) {
+        inputs.file = shard.path.filename().string();
+        inputs.fs = here;
+      }
     }
   }
+  return choose_strategy(requested, inputs);
+}
+
+StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &in) {
+  if (requested != Strategy::kAuto) return {requested, std::string("asked for ") + strategy_name(requested)};
+  const FileSystem &fs = in.fs;
   const std::string where =
-      file.empty() ? std::string("no file") : quoted_text(file) + " is on " + fs.name + ", " + kind_text(fs.kind);
-  const std::string sizes = std::to_string(total_bytes) + " bytes" +
-                            (available ? " against " + std::to_string(*available) + " bytes of memory available" : "");
-  if (!host) {
-    if (fs.kind == FileSystemKind::kLocal && available && total_bytes > *available / 2) {
+      in.file.empty() ? std::string("no file") : quoted_text(in.file) + " is on " + fs.name + ", " + kind_text(fs.kind);
+  const std::string sizes =
+      std::to_string(in.total_bytes) + " bytes" +
+      (in.available ? " against " + std::to_string(*in.available) + " bytes of memory available" : "");
+  if (!in.host) {
+    if (fs.kind == FileSystemKind::kLocal && in.available && in.total_bytes > *in.available / 2) {
       return {Strategy::kDirect, "auto: " + where + " and the checkpoint is " + sizes +
                                      ", more than the page cache could keep: read direct into the staging buffers"};
     }
     return {Strategy::kRead, "auto: " + where + ": read into the staging buffers with many reads in flight"};
   }
   if (is_remote(fs.kind)) {
-    if (available && total_bytes > *available) {
+    if (in.available && in.total_bytes > *in.available) {
       return {Strategy::kMmap,
               "auto: " + where + ", but the checkpoint is " + sizes + ", too big to copy: mapped instead"};
     }
-    return {Strategy::kRead, "auto: " + where +
-                                 ": read with many reads in flight, not mapped (a page fault there "
-                                 "is a round trip)"};
+    return {Strategy::kRead,
+            "auto: " + where + ": read with many reads in flight, not mapped (a page fault there is a round trip)"};
   }
   return {Strategy::kMmap, "auto: " + where + ": mapped (zero-copy)"};
 }

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "weights/checkpoints/checkpoint.hpp"
+#include "weights/files/file_system.hpp"
 
 namespace rootspan::weights {
 
@@ -33,8 +34,20 @@ struct StrategyChoice {
   std::string reason;                   // one sentence, for the load report
 };
 
-// `host`: the provider's memory is host memory (zero-copy is possible).
-// `total_bytes`: what the load places; `available`: available_memory().
+// What `auto` decides by.
+struct StrategyInputs {
+  std::string file;                        // the deciding file's name ("" when the checkpoint has none)
+  FileSystem fs;                           // the file system it lies on
+  bool host = true;                        // the provider's memory is host memory (zero-copy is possible)
+  std::uint64_t total_bytes = 0;           // what the load places
+  std::optional<std::uint64_t> available;  // available_memory()
+};
+
+// The rule table above.
+StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &inputs);
+
+// The same, with the deciding file taken from the checkpoint: the first one
+// on a network, FUSE or overlay file system, else the first file.
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
                                std::optional<std::uint64_t> available);
 
