@@ -29,9 +29,10 @@ extern "C" {
  * files the embedder does not control, use READ or DIRECT.
  *
  * READ and DIRECT copy with many reads in flight (a pool of pread threads,
- * or io_uring with ROOTSPAN_READ_ENGINE=io_uring in the environment). DIRECT reads with O_DIRECT, past the page cache, where the
- * file system allows it, and reads buffered where it does not (tmpfs,
- * overlay, EINVAL); rootspan_weights_read_report names each such file. AUTO
+ * or io_uring with ROOTSPAN_READ_ENGINE=io_uring in the environment).
+ * DIRECT reads with O_DIRECT, past the page cache, where the file system
+ * allows it, and reads buffered where it does not (tmpfs, overlay, EINVAL);
+ * rootspan_weights_read_report names each such file. AUTO
  * chooses one of the others from the file system under the files and the
  * checkpoint's size against the memory available (docs/cold-start.md); the
  * report says which and why. The numbering is pinned. */
