@@ -3,11 +3,15 @@
 // staging ring; `auto` says what it chose and why; the buffered fallback is
 // taken and reported on tmpfs; a file truncated while its reads are in flight
 // and a cancel from the progress callback fail cleanly with no root left;
-// populate reads the zero-copy roots in.
+// populate reads the zero-copy roots in; on an overlay (mounted when the
+// test may), auto reads and direct falls back.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
@@ -211,6 +215,39 @@ TEST_F(ReadStrategyTest, OnTmpfsAutoMapsAndDirectFallsBackSayingWhy) {
 
 // 96 MiB: more than the 64 MiB in flight, so reads are still to start when
 // the first completes and the file loses all but its first page.
+// Container images: an overlay mounted here when the test may mount (root);
+// skipped otherwise.
+TEST_F(ReadStrategyTest, OnOverlayAutoReadsAndDirectFallsBackSayingWhy) {
+  const WrittenFile file = misaligned_file(dir_, 511);
+  for (const char *sub : {"lower", "upper", "work", "merged"}) fs::create_directories(dir_.path() / sub);
+  fs::copy_file(file.path, dir_.path() / "lower" / "model.safetensors");
+  const std::string data = "lowerdir=" + (dir_.path() / "lower").string() +
+                           ",upperdir=" + (dir_.path() / "upper").string() +
+                           ",workdir=" + (dir_.path() / "work").string();
+  const fs::path merged = dir_.path() / "merged";
+  if (::mount("overlay", merged.c_str(), "overlay", 0, data.c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount an overlay here: " << std::strerror(errno);
+  }
+  // Detached whatever happens below, before the folder is removed.
+  struct Unmount {
+    fs::path path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{merged};
+  const fs::path path = merged / "model.safetensors";
+  ASSERT_EQ(load(path, options(ROOTSPAN_LOAD_AUTO)), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  nlohmann::json r = report();
+  EXPECT_EQ(r["strategy"], "read") << r.dump();
+  EXPECT_NE(r["reason"].get<std::string>().find("is on overlay, an overlay file system"), std::string::npos)
+      << r.dump();
+  ASSERT_EQ(load(path, options(ROOTSPAN_LOAD_DIRECT)), ROOTSPAN_OK) << message();
+  expect_bytes_of(file);
+  r = report();
+  ASSERT_EQ(r["reads"]["fallbacks"].size(), 1u) << r.dump();
+  EXPECT_NE(r["reads"]["fallbacks"][0]["reason"].get<std::string>().find("overlay"), std::string::npos) << r.dump();
+  free_weights();
+}
+
 TEST_F(ReadStrategyTest, AFileTruncatedWhileItsReadsAreInFlightFailsWithNoRootLeft) {
   for (rootspan_load_strategy strategy : {ROOTSPAN_LOAD_READ, ROOTSPAN_LOAD_DIRECT}) {
     for (const char *provider : {"host", kUploadProviderName}) {

@@ -38,7 +38,6 @@ std::uint64_t warm_mapped_ranges(const std::vector<std::span<const std::byte>> &
     if (range.empty()) continue;
     const auto begin = reinterpret_cast<std::uintptr_t>(range.data()) & ~(page - 1);
     const auto end = (reinterpret_cast<std::uintptr_t>(range.data()) + range.size() + page - 1) & ~(page - 1);
-    (void)::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
     for (std::uintptr_t at = begin; at < end; at += kChunk)
       chunks.push_back({at, std::min<std::uintptr_t>(end, at + kChunk)});
   }
@@ -48,6 +47,9 @@ std::uint64_t warm_mapped_ranges(const std::vector<std::span<const std::byte>> &
   auto work = [&] {
     for (std::size_t i; !refused.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < chunks.size();) {
       const PageRange &chunk = chunks[i];
+      // Readahead of the whole chunk first: populating alone would fault it
+      // in one readahead window (read_ahead_kb) at a time.
+      (void)::madvise(reinterpret_cast<void *>(chunk.begin), chunk.end - chunk.begin, MADV_WILLNEED);
       if (::madvise(reinterpret_cast<void *>(chunk.begin), chunk.end - chunk.begin, MADV_POPULATE_READ) == 0) {
         populated.fetch_add(chunk.end - chunk.begin, std::memory_order_relaxed);
       } else if (errno == EINVAL) {

@@ -1,8 +1,8 @@
 // Warming zero-copy roots: a cold mapping faults its pages in one readahead
 // window at a time, so a first pass over a freshly mapped checkpoint runs at
 // a fraction of the storage's speed. warm_mapped_ranges reads the ranges in
-// before the load hands them out: MADV_WILLNEED queues readahead for all of
-// them at once, then a few threads populate them in chunks
+// before the load hands them out: a few threads take them in chunks, each
+// queueing readahead of its chunk (MADV_WILLNEED) and then populating it
 // (MADV_POPULATE_READ, Linux 5.14), keeping many reads in flight. Where the
 // kernel lacks MADV_POPULATE_READ the readahead alone is what is done. A range
 // whose file shrank is left as it is (populate fails with EFAULT rather than
