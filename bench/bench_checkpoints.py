@@ -1,9 +1,25 @@
-"""What the Python benchmarks share: writing safetensors files of pseudo-random bytes, and dropping the page
-cache for cold runs (root only)."""
+"""What the Python benchmarks share: their command line, writing safetensors files of pseudo-random bytes, and
+dropping the page cache for cold runs (root only)."""
+import argparse
 import json
 import os
 import struct
 import subprocess
+import tempfile
+
+
+def parse_args(doc, work_name, add=None):
+    """ROOTSPAN_EXE [WORK_DIR] [--repeat N], and what `add` adds to the parser."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("exe", help="the rootspan program (build/tools/rootspan)")
+    parser.add_argument("work", nargs="?", default=os.path.join(tempfile.gettempdir(), work_name),
+                        help="where the checkpoints are written (kept between runs)")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
+    if add:
+        add(parser)
+    args = parser.parse_args()
+    args.exe = os.path.abspath(args.exe)
+    return args
 
 
 def write_safetensors(path, tensors):

@@ -22,7 +22,7 @@ spread of each, its ratio to the best fio median of the run, and for the
 copying strategies its ratio to max(best fio, fresh-memory baseline of the
 same kind of read); the goal is at most 1.10.
 
-usage: cold_load_bench.py ROOTSPAN_EXE [WORK_DIR] [--repeat N]
+usage: cold_load_bench.py ROOTSPAN_EXE [WORK_DIR] [--repeat N] [--before EARLIER_EXE]
 """
 import concurrent.futures
 import json
@@ -32,11 +32,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_checkpoints import can_drop_caches, drop_caches, write_safetensors  # noqa: E402
+from bench_checkpoints import can_drop_caches, drop_caches, parse_args, write_safetensors  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -117,12 +116,9 @@ def rootspan(exe, path, strategy, extra=(), engine=None):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 5
-    if "--repeat" in sys.argv:
-        args.remove(str(repeat))
-    exe = os.path.abspath(args[0])
-    work = args[1] if len(args) > 1 else os.path.join(tempfile.gettempdir(), "rootspan-cold-bench")
+    args = parse_args(__doc__, "rootspan-cold-bench", lambda p: p.add_argument(
+        "--before", metavar="EXE", help="an earlier rootspan program: its `load --strategy read` runs beside"))
+    exe, work, repeat = args.exe, args.work, args.repeat
     if not can_drop_caches():
         print("cold mode skipped: dropping the page cache (/proc/sys/vm/drop_caches) needs root")
         return
@@ -145,6 +141,10 @@ def main():
         return run
     cases["rootspan mmap --populate"] = ("mmap", load("mmap", "--populate"))
     cases["rootspan mmap --verify"] = ("mmap", load("mmap", "--verify"))
+    if args.before:
+        before = os.path.abspath(args.before)
+        cases["before: read (earlier program)"] = ("read", lambda p: timed(
+            [before, "load", p, "--provider", "host", "--strategy", "read", "--json"])[0])
     cases["rootspan read"] = ("read", load("read"))
     cases["rootspan read, io_uring"] = ("read", load("read", engine="io_uring"))
     cases["rootspan direct"] = ("direct", load("direct"))

@@ -20,11 +20,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_checkpoints import can_drop_caches, drop_caches, write_safetensors  # noqa: E402
+from bench_checkpoints import can_drop_caches, drop_caches, parse_args, write_safetensors  # noqa: E402
 
 GIB = 1 << 30
 
@@ -74,12 +73,8 @@ def hash_alone(path):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 5
-    if "--repeat" in sys.argv:
-        args.remove(str(repeat))
-    exe = os.path.abspath(args[0])
-    work = args[1] if len(args) > 1 else os.path.join(tempfile.gettempdir(), "rootspan-verified-bench")
+    args = parse_args(__doc__, "rootspan-verified-bench")
+    exe, work, repeat = args.exe, args.work, args.repeat
     os.makedirs(work, exist_ok=True)
     checkpoints = make_checkpoints(work)
     manifests = {}
