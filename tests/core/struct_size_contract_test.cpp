@@ -242,7 +242,8 @@ std::vector<Contract> StructSizeContract::contracts() {
       {STRUCT(rootspan_load_options, LOAD_OPTIONS),
        {END(rootspan_load_options, progress_context), END(rootspan_load_options, revision),
         END(rootspan_load_options, split_rule_count), END(rootspan_load_options, staging_buffer_count),
-        END(rootspan_load_options, copy_on_write), END(rootspan_load_options, digests_path)},
+        END(rootspan_load_options, copy_on_write), END(rootspan_load_options, digests_path),
+        END(rootspan_load_options, populate)},
        alignof(rootspan_load_options),
        false,
        [](void *p) {
