@@ -1062,12 +1062,17 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
   if (g_paths.empty()) return;
   const std::string path = g_paths[in.ConsumeIntegralInRange<std::size_t>(0, g_paths.size() - 1)];
   rootspan_load_options o{};
-  const std::size_t v1 = ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context);
-  const std::size_t v2 = ROOTSPAN_STRUCT_END(rootspan_load_options, revision);
-  o.struct_size = choose_size(in, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, sizeof o, {v1, v2});
+  // Every older published size (core/struct_io.hpp); the newest is the struct's.
+  const std::initializer_list<std::size_t> older = {ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
+                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
+                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),
+                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),
+                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),
+                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path)};
+  o.struct_size = choose_size(in, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, sizeof o, older);
   o.provider = in.ConsumeBool() ? nullptr : provider_name(in);
   o.device = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? 1 : 0;
-  o.strategy = in.ConsumeIntegralInRange<rootspan_load_strategy>(-1, 2);
+  o.strategy = in.ConsumeIntegralInRange<rootspan_load_strategy>(-1, 4);  // -1 and 4 name no strategy
   static const char *const patterns[] = {"*", "a", "w", "b*", "nothing-matches", ""};
   const char *chosen[2] = {patterns[in.ConsumeIntegralInRange<std::size_t>(0, std::size(patterns) - 1)], nullptr};
   switch (in.ConsumeIntegralInRange<int>(0, 5)) {
@@ -1100,7 +1105,7 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
     o.split_rule_count = in.ConsumeIntegralInRange<std::size_t>(0, std::size(rules));  // NULL rules with a count
   }
   const bool size_ok =
-      accepted_size(o.struct_size, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, alignof(rootspan_load_options), {v1, v2});
+      accepted_size(o.struct_size, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, alignof(rootspan_load_options), older);
   const bool null_options = in.ConsumeIntegralInRange<int>(0, 7) == 0;
   const bool null_out = in.ConsumeIntegralInRange<int>(0, 31) == 0;
   rootspan_context *context = in.ConsumeIntegralInRange<int>(0, 31) == 0 ? nullptr : h.context;
@@ -1113,6 +1118,9 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
       e);
   if (context == nullptr || null_out) expect_invalid("weights_load", status, "a NULL argument");
   if (!null_options && !size_ok) expect_invalid("weights_load", status, "options.struct_size names no version");
+  if (!null_options && size_ok && (o.strategy < ROOTSPAN_LOAD_MMAP || o.strategy > ROOTSPAN_LOAD_AUTO)) {
+    expect_invalid("weights_load", status, "an unknown strategy");
+  }
   if (status != ROOTSPAN_OK) {
     CHECK(weights == nullptr, "weights_load failed but handed out weights");
     return;
