@@ -66,6 +66,14 @@ struct ParallelReader::Request {
   std::byte *read_into = nullptr;
   std::uint64_t alignment = 1;  // direct: a short read ending off this is the end of the file
   bool copied = false;          // a bounced read's bytes are in the destination already (copied by a worker)
+  // Bytes from read_at the caller's range needs: a direct read may end at the
+  // file's end inside its last block.
+  std::uint64_t needed() const { return offset + length - read_at; }
+  // A bounced read's wanted bytes, out of the bounce buffer.
+  void copy_out() {
+    std::memcpy(destination, read_into + (offset - read_at), length);
+    copied = true;
+  }
   // The slot's own aligned bounce buffer, grown as needed and kept.
   std::unique_ptr<std::byte, FreeDeleter> bounce;
   std::uint64_t bounce_bytes = 0;
@@ -143,10 +151,9 @@ class ThreadEngine final : public ParallelReader::Engine {
       if (result < 0) result = -errno;
       // A bounced read that is complete is copied out here, so that copies
       // (and the destination's first-touch faults) run on every worker.
-      const std::uint64_t needed = request->offset + request->length - request->read_at;
-      if (result > 0 && request->bounced && request->read_done + static_cast<std::uint64_t>(result) >= needed) {
-        std::memcpy(request->destination, request->read_into + (request->offset - request->read_at), request->length);
-        request->copied = true;
+      if (result > 0 && request->bounced &&
+          request->read_done + static_cast<std::uint64_t>(result) >= request->needed()) {
+        request->copy_out();
       }
       lock.lock();
       done_.emplace_back(request, result);
@@ -478,9 +485,7 @@ void ParallelReader::complete(Request &r, long result) {
                                  std::to_string(r.offset) + " failed: " + std::strerror(static_cast<int>(-result))));
   }
   r.read_done += static_cast<std::uint64_t>(result);
-  // Bytes of the read that the caller's range needs: a direct read may end at
-  // the file's end inside the last block.
-  const std::uint64_t needed = r.offset + r.length - r.read_at;
+  const std::uint64_t needed = r.needed();
   const bool at_end_of_file = result == 0 || (r.direct && r.read_done % r.alignment != 0);
   if (r.read_done < needed && !at_end_of_file) {
     int error = 0;
@@ -496,7 +501,7 @@ void ParallelReader::complete(Request &r, long result) {
                                  " bytes at offset " + std::to_string(r.offset),
                              r.length, std::min(got, r.length)));
   }
-  if (r.bounced && !r.copied) std::memcpy(r.destination, r.read_into + (r.offset - r.read_at), r.length);
+  if (r.bounced && !r.copied) r.copy_out();
   finish(std::nullopt);
 }
 

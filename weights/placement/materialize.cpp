@@ -170,14 +170,14 @@ class LoadRun {
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
 
-  // Waits for the reads of the copies; a failed read fails the load.
+  // Waits for the reads of the copies, then lets go of the roots they
+  // filled; a failed read fails the load.
   Result<void> settle_reads() {
     if (!reader_) return BOOST_OUTCOME_V2_NAMESPACE::success();
     auto drained = reader_->drain();
     read_stats_ = reader_->stats();
-    if (!drained) return drained.error();
-    reading_.clear();
-    return BOOST_OUTCOME_V2_NAMESPACE::success();
+    reading_.clear();  // no read is in flight after drain()
+    return drained;
   }
 
   // populate: reads in the zero-copy roots made (warm_mapping.hpp).
@@ -372,14 +372,9 @@ class LoadRun {
   // Waits for every copy still in flight, then frees the staging ring and
   // the upload claims: after this, no byte of the load is still moving.
   Result<void> settle() {
-    Result<void> drained = BOOST_OUTCOME_V2_NAMESPACE::success();
-    if (reader_) {
-      // Reads land in roots and staging buffers: they finish first.
-      drained = reader_->drain();
-      read_stats_ = reader_->stats();
-      reader_.reset();
-    }
-    reading_.clear();
+    // Reads land in roots and staging buffers: they finish first.
+    Result<void> drained = settle_reads();
+    reader_.reset();
     if (ring_) {
       auto ring_drained = ring_->drain();
       if (drained && !ring_drained) drained = ring_drained;
@@ -432,7 +427,9 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
 
   const bool host = provider.value()->kind() == "host";
-  const std::optional<std::uint64_t> available = available_memory();
+  // Only auto and the copying strategies weigh the memory available.
+  const std::optional<std::uint64_t> available =
+      options.strategy == Strategy::kMmap ? std::nullopt : available_memory();
   const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available);
   result.requested_strategy = options.strategy;
   result.strategy = choice.strategy;
