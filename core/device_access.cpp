@@ -131,13 +131,20 @@ Result<void> device_access_release(Claim &claim, const rootspan_device_access &a
     return d;
   }
   const rootspan_device_access full = read_struct(&access);
-  const rootspan_provider_table &table = root.provider->table();
-  root.provider->invoke_quietly(
-      [&] { table.release_device_access(root.provider->instance(), &root.allocation, &full); });
+  // Only an access this claim prepared reaches the provider's release hook:
+  // a stranger (another claim's, a copy altered since) is refused before it.
   auto kept = std::find_if(claim.accesses.begin(), claim.accesses.end(), [&](const rootspan_device_access &a) {
     return a.device_ptr == full.device_ptr && a.provider_token == full.provider_token;
   });
-  claim.accesses.erase(kept != claim.accesses.end() ? kept : claim.accesses.end() - 1);
+  if (kept == claim.accesses.end()) {
+    return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "device_access_release",
+                      "the claim prepared no device access with this device pointer and provider token (it holds " +
+                          std::to_string(claim.accesses.size()) + "); pass back the access prepare filled in");
+  }
+  const rootspan_provider_table &table = root.provider->table();
+  root.provider->invoke_quietly(
+      [&] { table.release_device_access(root.provider->instance(), &root.allocation, &full); });
+  claim.accesses.erase(kept);
   --claim.device_accesses;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

@@ -32,8 +32,8 @@ struct StructVersions;
     static constexpr std::size_t published[] = {__VA_ARGS__};          \
   }
 
-// First published in 0.1.0 (provider ABI 1.1): one version each so far. A
-// field appended later adds its struct's new size to the list.
+// First published in 0.1.0 (provider ABI 1.1). A field appended later adds
+// its struct's new size to its list, as the provider report's note did.
 ROOTSPAN_STRUCT_VERSIONS(rootspan_requested, REQUESTED, ROOTSPAN_STRUCT_END(rootspan_requested, length));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_span, SPAN, ROOTSPAN_STRUCT_END(rootspan_span, alignment));
 ROOTSPAN_STRUCT_VERSIONS(rootspan_context_options, CONTEXT_OPTIONS,

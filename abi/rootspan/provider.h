@@ -144,8 +144,9 @@ typedef struct rootspan_provider_table {
   size_t struct_size; /* sizeof(rootspan_provider_table) of the provider */
   uint32_t abi_major; /* the provider's ABI major */
   uint32_t abi_minor; /* the provider's ABI minor */
-  const char *name;   /* instance name, e.g. "host"; static storage */
-  const char *kind;   /* "host", "cuda", "rocm", ...; static storage */
+  const char *name;   /* instance name, e.g. "host"; static storage; a name token (1-64 of [A-Za-z0-9_.-], a letter
+                         or digit first, not "auto"), or the provider is refused */
+  const char *kind;   /* "host", "cuda", "rocm", ...; static storage; a name token too */
 
   /* Required. options_json is the manifest entry's "options" (or "{}"),
    * borrowed for the call. *instance may stay NULL for a stateless provider. */

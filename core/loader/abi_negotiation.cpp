@@ -4,6 +4,8 @@
 #include <cstring>
 #include <exception>
 
+#include "core/text/name_token.hpp"
+
 namespace rootspan {
 
 namespace {
@@ -11,7 +13,8 @@ namespace {
 constexpr const char *kOperation = "load_plugin";
 
 // Names and kinds are static C strings of the provider; a bound keeps a
-// pointer to garbage from being read without end.
+// pointer to garbage from being read without end (past it, or past the
+// name-token rule's 64 characters, the name is refused).
 constexpr std::size_t kMaxNameLength = 255;
 
 static_assert(sizeof(rootspan_provider_table) >= kMinimumProviderTableSize);
@@ -52,6 +55,10 @@ std::optional<Diagnostic> check_string(const ProviderExpectation &expected, cons
                   kMaxNameLength, length);
   }
   out.assign(value, length);
+  if (const std::string problem = name_token_problem(out); !problem.empty()) {
+    return refuse(expected, std::string("table field ") + field + ": expected " + std::string(kNameTokenRule) +
+                                ", actual " + in_quotes(out) + " (" + problem + ")");
+  }
   if (want && out != *want) {
     return refuse(expected, std::string("provider ") + field + " differs from the manifest (expected " +
                                 in_quotes(*want) + ", actual " + in_quotes(out) + ")");

@@ -18,6 +18,7 @@
 #include "core/loader/library_location.hpp"
 #include "core/loader/manifest_quoting.hpp"
 #include "core/loader/trusted_path.hpp"
+#include "core/text/name_token.hpp"
 #include "core/text/strict_json.hpp"
 #include "rootspan/provider.h"
 
@@ -34,7 +35,6 @@ constexpr const char *kOperation = "load_manifest";
 // memory or stack (the options object is re-serialized recursively).
 constexpr std::uintmax_t kMaxManifestBytes = 16u << 20;
 constexpr std::size_t kMaxNesting = 64;
-constexpr std::size_t kMaxNameLength = 64;
 
 std::string origin_text(const fs::path &origin) { return origin.empty() ? "<text>" : origin.string(); }
 
@@ -96,20 +96,6 @@ std::optional<ManifestVersion> parse_version(const std::string &text) {
     rest = dot < rest.size() ? rest.substr(dot + 1) : std::string_view();
   }
   return ManifestVersion{parts[0], parts[1], parts[2], text};
-}
-
-// Names and kinds are shown in reports and looked up by callers: keep them to
-// one plain token.
-bool valid_token(const std::string &s) {
-  if (s.empty() || s.size() > kMaxNameLength) return false;
-  auto ok = [](char c, bool first) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (!first && (c == '_' || c == '-' || c == '.'));
-  };
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!ok(s[i], i == 0)) return false;
-  }
-  return true;
 }
 
 bool valid_sha256(const std::string &s) {
@@ -204,9 +190,9 @@ class EntryReader {
     }
     if (!it->is_string()) return type_error(key, "a string", *it);
     out = it->get<std::string>();
-    if (!valid_token(out)) {
-      fail("L7", in_quotes(key) + ": expected 1-64 characters [A-Za-z0-9_.-] starting with a letter or digit, actual " +
-                     in_quotes(out));
+    if (const std::string problem = name_token_problem(out); !problem.empty()) {
+      fail("L7", in_quotes(key) + ": expected " + std::string(kNameTokenRule) + ", actual " + in_quotes(out) + " (" +
+                     problem + ")");
       return false;
     }
     return true;

@@ -135,8 +135,14 @@ TEST_F(DeviceAccess, TheElementOffsetCountsFromTheClaim) {
   EXPECT_EQ(static_cast<char *>(b.device_ptr) - static_cast<char *>(a.device_ptr), 12);
   ASSERT_EQ(rootspan_claim_release(c, e.out()), ROOTSPAN_ERR_BUSY);
   EXPECT_EQ(e.cause(), "shared claim [32,96) still has 0 children, 0 mappings and 2 device accesses");
+  // An access this claim did not prepare never reaches the provider.
+  rootspan_device_access stranger = b;
+  stranger.device_ptr = static_cast<char *>(b.device_ptr) + 1;
+  EXPECT_EQ(rootspan_device_access_release(c, &stranger), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(counters().release_access.load(), 0);
   EXPECT_EQ(rootspan_device_access_release(c, &a), ROOTSPAN_OK);
   EXPECT_EQ(rootspan_device_access_release(c, &b), ROOTSPAN_OK);
+  EXPECT_EQ(counters().release_access.load(), 2);
   release(c);
 }
 

@@ -217,6 +217,21 @@ TEST_F(Negotiation, WithoutAManifestAnyNameIsAccepted) {
   EXPECT_EQ(r.value().name, "anything");
 }
 
+TEST_F(Negotiation, WithoutAManifestTheNameIsStillANameTokenAndNotAuto) {
+  // The rule a manifest's name follows holds for the table's own name too.
+  expected.name.reset();
+  expected.kind.reset();
+  for (const char *name : {"auto", "has space", "-dash", "caf\xc3\xa9"}) {
+    g_table.name = name;
+    const Diagnostic d = refused();
+    EXPECT_TRUE(HasPolicy(d, "L6", ROOTSPAN_ERR_PLUGIN_REJECTED)) << name;
+    EXPECT_TRUE(Mentions(d, "table field name: expected 1-64 characters [A-Za-z0-9_.-]")) << d.message();
+    EXPECT_TRUE(Mentions(d, std::string("actual \"") + name + "\"")) << d.message();
+  }
+  g_table.name = "auto";
+  EXPECT_TRUE(Mentions(refused(), "reserved: it asks the loader to choose a provider"));
+}
+
 TEST_F(Negotiation, UnterminatedNameIsBounded) {
   static char long_name[300];
   std::memset(long_name, 'a', sizeof long_name);

@@ -294,7 +294,11 @@ TEST(ManifestL7, EachBadFieldNamesExpectedAndActual) {
       {R"("name": 5, "kind": "k", "library": "./l.so", "abi": {"major": 1, "minor": 1})",
        "\"name\": expected a string, actual integer 5"},
       {R"("name": "has space", "kind": "k", "library": "./l.so", "abi": {"major": 1, "minor": 1})",
-       "\"name\": expected 1-64 characters [A-Za-z0-9_.-] starting with a letter or digit, actual \"has space\""},
+       "\"name\": expected 1-64 characters [A-Za-z0-9_.-] starting with a letter or digit, not \"auto\", actual "
+       "\"has space\" (character 3 is byte 0x20)"},
+      {R"("name": "auto", "kind": "k", "library": "./l.so", "abi": {"major": 1, "minor": 1})",
+       "\"name\": expected 1-64 characters [A-Za-z0-9_.-] starting with a letter or digit, not \"auto\", actual "
+       "\"auto\" (reserved: it asks the loader to choose a provider)"},
       {R"("name": "x", "library": "./l.so", "abi": {"major": 1, "minor": 1})", "\"kind\": missing"},
       {R"("name": "x", "kind": "k", "abi": {"major": 1, "minor": 1})", "\"library\": missing"},
       {R"("name": "x", "kind": "k", "library": ["./l.so"], "abi": {"major": 1, "minor": 1})",
