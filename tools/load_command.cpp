@@ -67,23 +67,39 @@ nlohmann::json encoding_json(const rootspan_component_info &info) {
 }
 
 // "[64,32]", "[]" for a scalar.
-std::string shape_text(const nlohmann::json &shape) {
+std::string shape_text(const rootspan_component_info &info) {
   std::string text = "[";
-  for (const auto &d : shape) text += (text.size() > 1 ? "," : "") + std::to_string(d.get<std::uint64_t>());
+  for (std::size_t d = 0; d < info.rank; ++d) text += (d == 0 ? "" : ",") + std::to_string(info.shape[d]);
   return text + "]";
 }
 
-nlohmann::json component_json(const rootspan_component_info &info) {
-  rootspan_root_info root{};
-  root.struct_size = sizeof root;
-  rootspan_root_get_info(info.root, &root);
+// One loaded component as the output shows it. Kept as the library gives it
+// (its text lives as long as the weights), not as JSON: a table of 2^20
+// components would cost gigabytes as a JSON document.
+struct LoadedRow {
+  rootspan_component_info info{};
+  rootspan_key key{};
+  std::optional<std::string> sha256;         // --verify: of provider memory; nullopt: unreadable
+  std::optional<std::string> source_sha256;  // --verify: of the file's bytes; nullopt: not in the read plan
+  // Its tensor's name lies outside the id rule, so it loaded as "tensor.<n>"
+  // and rootspan_weights_find takes that name too (the library's one rule).
+  bool named_by_source = false;
+};
+
+nlohmann::json optional_json(const std::optional<std::string> &text) {
+  return text ? nlohmann::json(*text) : nlohmann::json(nullptr);
+}
+
+nlohmann::json component_json(const LoadedRow &row) {
+  const rootspan_component_info &info = row.info;
   return {{"id", info.id},
+          {"source", info.source_name},
           {"bytes", info.byte_length},
           {"segments", info.segments},
           {"zero_copy", info.zero_copy != 0},
-          {"key", {{"domain", root.key.domain}, {"local", root.key.local}}},
-          {"sha256", nullptr},
-          {"source_sha256", nullptr},
+          {"key", {{"domain", row.key.domain}, {"local", row.key.local}}},
+          {"sha256", optional_json(row.sha256)},
+          {"source_sha256", optional_json(row.source_sha256)},
           {"read_only", info.read_only != 0},
           {"role", rootspan_role_name(info.role)},
           {"dtype", rootspan_dtype_name(info.dtype)},
@@ -95,28 +111,34 @@ struct WeightsDeleter {
   void operator()(rootspan_weights *weights) const { rootspan_weights_free(weights, nullptr); }
 };
 
-void print_text(const nlohmann::json &document, const LoadArgs &load) {
-  const nlohmann::json &components = document["components"];
+void print_text(const nlohmann::json &document, const std::vector<LoadedRow> &components, const LoadArgs &load) {
   const std::size_t width = output_width();
   print_wrapped("loaded " + counted(components.size(), "component") + " into provider " +
                     terminal_safe(document["provider"].get<std::string>()) + ", device " + std::to_string(load.device),
                 width);
-  std::vector<TextTable::Column> columns = {{"COMPONENT", false, true}, {"DTYPE"},     {"SHAPE"}, {"SIZE", true},
-                                            {"SEGMENTS", true},         {"PLACEMENT"}, {"KEY"}};
-  if (load.verify) columns.push_back({"SHA-256", false, true});
+  // SEGMENTS and KEY give way first on a narrow terminal (--json has them).
+  std::vector<TextTable::Column> columns = {
+      {"COMPONENT", false, true}, {"DTYPE"}, {"SHAPE"}, {"SIZE", true}, {"SEGMENTS", true, false, true}, {"PLACEMENT"},
+      {"KEY", false, false, true}};
+  // The table shows a digest's first 16 hex digits, as `git log` shortens a
+  // commit; --json and a mismatch's error give all 64.
+  constexpr std::size_t kShownDigits = 16;
+  if (load.verify) columns.push_back({"SHA-256"});
   TextTable table(columns);
-  for (const auto &c : components) {
-    std::vector<std::string> row = {terminal_safe(c["id"].get<std::string>()),
-                                    c["dtype"].get<std::string>(),
-                                    shape_text(c["shape"]),
-                                    byte_size(c["bytes"].get<std::uint64_t>()),
-                                    std::to_string(c["segments"].get<std::uint64_t>()),
-                                    c["zero_copy"].get<bool>() ? "zero-copy" : "copied",
-                                    "(" + std::to_string(c["key"]["domain"].get<std::uint64_t>()) + "," +
-                                        std::to_string(c["key"]["local"].get<std::uint64_t>()) + ")"};
+  for (const LoadedRow &c : components) {
+    // A tensor name outside the id rule is shown beside the id it loaded as.
+    std::vector<std::string> row = {
+        terminal_safe(c.info.id) +
+            (c.named_by_source ? " \"" + terminal_safe(c.info.source_name) + "\"" : std::string()),
+        rootspan_dtype_name(c.info.dtype),
+        shape_text(c.info),
+        byte_size(c.info.byte_length),
+        std::to_string(c.info.segments),
+        c.info.zero_copy != 0 ? "zero-copy" : "copied",
+        "(" + std::to_string(c.key.domain) + "," + std::to_string(c.key.local) + ")"};
     if (load.verify) {
-      const bool match = !c["sha256"].is_null() && c["sha256"] == c["source_sha256"];
-      row.push_back(c["sha256"].is_null() ? "unreadable" : c["sha256"].get<std::string>() + (match ? "" : " MISMATCH"));
+      const bool match = c.sha256 && c.sha256 == c.source_sha256;
+      row.push_back(!c.sha256 ? "unreadable" : c.sha256->substr(0, kShownDigits) + (match ? "" : " MISMATCH"));
     }
     table.add_row(std::move(row));
   }
@@ -205,9 +227,6 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   const std::unique_ptr<rootspan_provider_choice, void (*)(rootspan_provider_choice *)> choice(
       raw_choice, rootspan_provider_choice_free);
   const bool automatic = load.provider == "auto";
-  if (automatic && !options.json) {
-    std::fprintf(stderr, "rootspan: auto: %s\n", rootspan_provider_choice_explanation(choice.get()));
-  }
 
   rootspan_load_options opts{};
   opts.struct_size = sizeof opts;
@@ -245,21 +264,42 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   progress.finish();
   if (status != ROOTSPAN_OK) {
     error.reset(raw_error);
+    if (status == ROOTSPAN_ERR_CANCELLED && progress.interrupted()) {
+      // Cancelled by Ctrl-C, not by anything the user would call a callback.
+      return print_program_error(options, kInterrupted, "Cancelled", "load",
+                                 "interrupted (Ctrl-C)" +
+                                     (progress.component().empty() ? std::string()
+                                                                   : " while loading component \"" +
+                                                                         terminal_safe(progress.component()) + "\"") +
+                                     "; the load stopped and released every component it had placed");
+    }
     return print_error(options, error.get());
   }
   const std::unique_ptr<rootspan_weights, WeightsDeleter> weights(raw);
+  // What "auto" chose is said once the load is done: before, it would stand
+  // above errors (a missing file) that have nothing to do with it.
+  if (automatic && !options.json) {
+    std::fprintf(stderr, "rootspan: auto: %s\n", rootspan_provider_choice_explanation(choice.get()));
+  }
 
-  nlohmann::json components = nlohmann::json::array();
   std::uint64_t total = 0, mapped = 0;
   std::size_t count = 0;
   rootspan_weights_component_count(weights.get(), &count);
+  std::vector<LoadedRow> components(count);
   for (std::size_t i = 0; i < count; ++i) {
-    rootspan_component_info info{};
-    info.struct_size = sizeof info;
-    rootspan_weights_component(weights.get(), i, &info);
-    total += info.byte_length;
-    if (info.zero_copy != 0) mapped += info.byte_length;
-    components.push_back(component_json(info));
+    LoadedRow &row = components[i];
+    row.info.struct_size = sizeof row.info;
+    rootspan_weights_component(weights.get(), i, &row.info);
+    rootspan_root_info root{};
+    root.struct_size = sizeof root;
+    rootspan_root_get_info(row.info.root, &root);
+    row.key = root.key;
+    std::size_t by_source = count;
+    row.named_by_source = std::string_view(row.info.source_name) != row.info.id &&
+                          rootspan_weights_find(weights.get(), row.info.source_name, &by_source) == ROOTSPAN_OK &&
+                          by_source == i;
+    total += row.info.byte_length;
+    if (row.info.zero_copy != 0) mapped += row.info.byte_length;
   }
 
   // --verify: provider memory read back through the provider, against the
@@ -300,17 +340,16 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
                                  "--verify: interrupted (Ctrl-C); the components were released");
     }
     for (std::size_t i = 0; i < count; ++i) {
-      nlohmann::json &c = components[i];
-      const std::string id = c["id"].get<std::string>();
+      LoadedRow &c = components[i];
+      const std::string id = c.info.id;
       const auto source = sources.by_component.find(id);
-      if (source != sources.by_component.end()) c["source_sha256"] = source->second;
+      if (source != sources.by_component.end()) c.source_sha256 = source->second;
       if (!held[i]) continue;
-      c["sha256"] = *held[i];
-      if (c["sha256"] != c["source_sha256"]) {
+      c.sha256 = *held[i];
+      if (c.sha256 != c.source_sha256) {
         mismatches += std::string(mismatches.empty() ? "" : "; ") + "component \"" + id +
                       "\": provider memory has sha256 " + *held[i] + ", the file's bytes have sha256 " +
-                      (c["source_sha256"].is_null() ? std::string("(none: not in the read plan)")
-                                                    : c["source_sha256"].get<std::string>());
+                      c.source_sha256.value_or("(none: not in the read plan)");
       }
     }
     verify_seconds = seconds_between(placed, Clock::now());
@@ -336,7 +375,6 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   nlohmann::json document = {
       {"provider", rootspan_weights_provider(weights.get())},
       {"device", load.device},
-      {"components", components},
       {"skipped", skipped},
       {"total_bytes", total},
       {"mapped_bytes", mapped},
@@ -373,9 +411,11 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   }
   if (automatic) document["provider_choice"] = rootspan_provider_choice_explanation(choice.get());
   if (options.json) {
+    nlohmann::json &rows = document["components"] = nlohmann::json::array();
+    for (const LoadedRow &row : components) rows.push_back(component_json(row));
     print_json(document);
   } else {
-    print_text(document, load);
+    print_text(document, components, load);
   }
   if (!mismatches.empty()) {
     std::fflush(stdout);

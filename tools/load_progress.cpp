@@ -72,6 +72,10 @@ int LoadProgress::callback(void *self, const rootspan_load_progress *progress) {
     me.seen_ = true;
     me.first_progress_ = std::chrono::steady_clock::now();
   }
+  if (progress->component != nullptr && progress->component_index != me.component_index_) {
+    me.component_index_ = progress->component_index;  // copied once per component, not per report
+    me.component_ = progress->component;
+  }
   if (me.draw_) me.redraw(*progress);
   return me.interrupted() ? 1 : 0;
 }
@@ -106,7 +110,7 @@ void LoadProgress::redraw(const rootspan_load_progress &p) {
   line += stats;
   const std::size_t used = display_width(line);
   if (p.component != nullptr && width >= used + 2 + 8) {
-    line += "  " + fit_width(terminal_safe(p.component), width - used - 2);
+    line += "  " + elide_name(terminal_safe(p.component), width - used - 2);
   }
   std::fprintf(stderr, "\r%s\x1b[K", fit_width(line, width).c_str());
   std::fflush(stderr);

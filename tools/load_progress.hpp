@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "rootspan/weights.h"
 
@@ -27,6 +28,8 @@ class LoadProgress {
   void finish();
   // Ctrl-C was pressed during the load.
   bool interrupted() const;
+  // The component the last progress report was about ("" before the first).
+  const std::string &component() const { return component_; }
   // When the first component's first bytes were placed (the end of opening
   // and validating); the load's start when no progress was reported.
   std::chrono::steady_clock::time_point first_progress() const { return first_progress_; }
@@ -40,6 +43,8 @@ class LoadProgress {
   bool drawn_ = false;
   bool seen_ = false;
   std::chrono::steady_clock::time_point start_, first_progress_, last_draw_;
+  std::uint64_t component_index_ = UINT64_MAX;  // whose name component_ holds
+  std::string component_;
 };
 
 }  // namespace rootspan::cli

@@ -1,5 +1,6 @@
 // The rootspan program (docs/cli.md): the command line, parsed by CLI11, and
-// one subcommand per file. CLI11's generated help is the only usage text.
+// one subcommand per file. CLI11's generated help, fitted to the terminal
+// (help_text.hpp), is the only usage text.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "help_text.hpp"
 #include "suggestion.hpp"
 
 namespace rootspan::cli {
@@ -17,9 +19,10 @@ namespace rootspan::cli {
 namespace {
 
 constexpr const char *kFooter =
-    "PATH is a .safetensors or .gguf file (a split GGUF by any of its parts), a folder, an index file\n"
+    "PATH is a .safetensors or .gguf file (a split GGUF by any of its parts), a folder, an index file "
     "(model.safetensors.index.json), or a Hugging Face cache repository folder (models--org--name).\n"
-    "PATTERN is a shell-style glob over component ids ('*' matches '.' and '/' too).\n"
+    "PATTERN is a shell-style glob over component ids, or tensor names outside the id rule ('*' matches '.' "
+    "and '/' too).\n"
     "Options take their value as --opt VALUE or --opt=VALUE; '--' ends the options.\n"
     "Exit status: 0 done, 2 usage, 3 invalid input, 4 provider or system failure, 130 interrupted (Ctrl-C).\n"
     "JSON outputs and their schemas: docs/cli.md.";
@@ -76,6 +79,18 @@ std::string unexpected_argument(CLI::App &rootspan) {
   return "";
 }
 
+// A value CLI11 could not convert ("Could not convert: --device = x") in
+// rootspan's words: the option, what it takes and what it got; "" when the
+// message is not of that form. The program's only numeric options (--device,
+// --rank, --world) are 32-bit ordinals.
+std::string bad_number(const std::string &message) {
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const std::size_t equals = message.find(" = ");
+  if (!message.starts_with(kPrefix) || equals == std::string::npos) return "";
+  return message.substr(kPrefix.size(), equals - kPrefix.size()) + ": expected a whole number from 0 to " +
+         std::to_string(UINT32_MAX) + ", got '" + message.substr(equals + 3) + "'";
+}
+
 // CLI11's words for a parse error, made to name the option at fault.
 std::string usage_message(CLI::App &rootspan, const CLI::ParseError &error) {
   if (std::string unexpected = unexpected_argument(rootspan); !unexpected.empty()) return unexpected;
@@ -85,6 +100,9 @@ std::string usage_message(CLI::App &rootspan, const CLI::ParseError &error) {
     if (const CLI::Option *path = sub->get_option_no_throw("PATH"); path != nullptr && path->count() == 0) {
       return sub->get_name() + " needs a PATH (a checkpoint file, folder, index file or Hugging Face cache repository)";
     }
+  }
+  if (dynamic_cast<const CLI::ConversionError *>(&error) != nullptr) {
+    if (std::string named = bad_number(error.what()); !named.empty()) return named;
   }
   return error.what();
 }
@@ -103,6 +121,8 @@ bool json_requested(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   CLI::App rootspan("rootspan: provider memory, checkpoints and loads (docs/cli.md)", "rootspan");
+  // Set first: each subcommand takes its parent's formatter when it is added.
+  rootspan.formatter(std::make_shared<FittedFormatter>());
   rootspan.footer(kFooter);
   rootspan.set_version_flag("--version",
                             std::string("rootspan ") + rootspan_version() + " (provider ABI " +
@@ -160,7 +180,7 @@ int main(int argc, char **argv) {
   if (sub == help) {
     if (help_topic.empty()) {
       // The program's own help: App::help() would describe `help` itself.
-      std::cout << rootspan.get_formatter()->make_help(&rootspan, "", CLI::AppFormatMode::Normal);
+      std::cout << rootspan.get_formatter()->make_help(&rootspan, rootspan.get_name(), CLI::AppFormatMode::Normal);
       return kDone;
     }
     const auto names = subcommand_names(rootspan);

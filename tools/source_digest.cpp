@@ -44,21 +44,25 @@ bool checkpoint_folder(const std::string &path, const rootspan_load_options &opt
   return true;
 }
 
-// Feeds `length` bytes of `file` from `offset` to the digest.
-std::string digest_range(const std::string &file, std::uint64_t offset, std::uint64_t length, EVP_MD_CTX *context,
-                         std::vector<unsigned char> &buffer) {
+// Feeds `rows` rows of `row_length` bytes of `file`, the first at `first`,
+// each `stride` bytes after the last, to the digest.
+std::string digest_rows(const std::string &file, std::uint64_t first, std::uint64_t row_length, std::uint64_t rows,
+                        std::uint64_t stride, EVP_MD_CTX *context, std::vector<unsigned char> &buffer) {
   const FileCloser closer{open(file.c_str(), O_RDONLY | O_CLOEXEC)};
   if (closer.fd < 0) return "cannot open \"" + file + "\": " + std::strerror(errno);
-  while (length > 0) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
-    const ssize_t got = pread(closer.fd, buffer.data(), want, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0)
-      return "cannot read \"" + file + "\" at offset " + std::to_string(offset) + ": " + std::strerror(errno);
-    if (got == 0) return "\"" + file + "\" ends before offset " + std::to_string(offset + length);
-    EVP_DigestUpdate(context, buffer.data(), static_cast<std::size_t>(got));
-    offset += static_cast<std::uint64_t>(got);
-    length -= static_cast<std::uint64_t>(got);
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    std::uint64_t offset = first + row * stride, length = row_length;
+    while (length > 0) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
+      const ssize_t got = pread(closer.fd, buffer.data(), want, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0)
+        return "cannot read \"" + file + "\" at offset " + std::to_string(offset) + ": " + std::strerror(errno);
+      if (got == 0) return "\"" + file + "\" ends before offset " + std::to_string(offset + length);
+      EVP_DigestUpdate(context, buffer.data(), static_cast<std::size_t>(got));
+      offset += static_cast<std::uint64_t>(got);
+      length -= static_cast<std::uint64_t>(got);
+    }
   }
   return "";
 }
@@ -103,11 +107,13 @@ bool digest_sources(const std::string &path, const rootspan_load_options &option
         problem = "component \"" + id + "\": its read plan leaves a gap at byte " + std::to_string(next);
         return false;
       }
+      // A strided read: `rows` rows of `length` bytes, `stride` apart.
       const std::uint64_t length = read["length"].get<std::uint64_t>();
-      problem = digest_range(folder + "/" + read["file"].get<std::string>(), read["file_offset"].get<std::uint64_t>(),
-                             length, context.get(), buffer);
+      const std::uint64_t rows = read["rows"].get<std::uint64_t>(), stride = read["stride"].get<std::uint64_t>();
+      problem = digest_rows(folder + "/" + read["file"].get<std::string>(), read["file_offset"].get<std::uint64_t>(),
+                            length, rows, stride, context.get(), buffer);
       if (!problem.empty()) return false;
-      next += length;
+      next += rows * length;
     }
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int digest_length = 0;

@@ -173,6 +173,48 @@ std::string fit_width(std::string_view text, std::size_t width, bool keep_end) {
   return head + "\u2026" + tail;
 }
 
+std::string elide_name(std::string_view name, std::size_t width) {
+  if (display_width(name) <= width) return std::string(name);
+  std::vector<std::string_view> segments;
+  for (std::size_t start = 0;;) {
+    const std::size_t dot = name.find('.', start);
+    segments.push_back(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  const std::size_t n = segments.size();
+  if (n < 3) return fit_width(name, width);
+  const auto numeric = [&](std::size_t i) {
+    return !segments[i].empty() && segments[i].find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  // The order segments are given room in.
+  std::vector<std::size_t> order = {n - 1};
+  for (std::size_t i = n - 1; i-- > 0;) {
+    if (numeric(i)) order.push_back(i);
+  }
+  if (!numeric(n - 2)) order.push_back(n - 2);
+  order.push_back(0);
+  for (std::size_t i = n - 2; i-- > 1;) {
+    if (!numeric(i)) order.push_back(i);
+  }
+  std::vector<bool> kept(n, false);
+  const auto render = [&] {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!kept[i] && i > 0 && !kept[i - 1]) continue;  // one "…" for a run
+      if (i > 0) out += '.';
+      out += kept[i] ? std::string(segments[i]) : std::string("\u2026");
+    }
+    return out;
+  };
+  for (const std::size_t i : order) {
+    kept[i] = true;
+    if (display_width(render()) > width) kept[i] = false;
+  }
+  if (!kept[n - 1]) return fit_width(name, width);
+  return render();
+}
+
 std::size_t terminal_columns(int fd) {
   winsize size{};
   if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;

@@ -33,6 +33,15 @@ std::size_t display_width(std::string_view text);
 // character or separates a combining mark from its base.
 std::string fit_width(std::string_view text, std::size_t width, bool keep_end = true);
 
+// A dotted name ("model.layers.7.self_attn.q_proj.weight") cut to at most
+// `width` columns by whole segments, so that rows of a table stay apart:
+// the last segment is kept first, then the numbers (layer and expert
+// indices) from the right, the segment before the last, the first, and the
+// others from the right, each where it still fits; each run of dropped
+// segments is one "…" ("model.layers.7.….q_proj.weight"). A name that is not dotted, or whose last
+// segment alone is too wide, is cut as fit_width cuts it.
+std::string elide_name(std::string_view name, std::size_t width);
+
 // The columns of the terminal `fd` is, measured now (TIOCGWINSZ); 0 when it is
 // not a terminal or does not say.
 std::size_t terminal_columns(int fd);

@@ -5,11 +5,16 @@
  * (shared or exclusive, over a checked span) and, on the host, a mapping.
  *
  * Conventions (docs/c-api.md):
- * - Every function returns a rootspan_status. Functions that can fail take a
- *   rootspan_error **error as their last argument: pass NULL to ignore the
- *   details, or a pointer to a NULL rootspan_error *; on failure it receives an
- *   error the caller frees with rootspan_error_free.
- * - Every struct starts with struct_size, set by its writer to sizeof(struct).
+ * - Calls that can fail return a rootspan_status (ROOTSPAN_OK on success); the
+ *   others (the version, name lookups, an error's fields, the frees) return
+ *   their value, or nothing, as each one's comment says. Calls that can fail
+ *   in more than one way take a rootspan_error **error as their last argument:
+ *   pass NULL to ignore the details, or a pointer to a NULL rootspan_error *;
+ *   on failure it receives an error the caller frees with rootspan_error_free.
+ * - Every struct starts with struct_size, set by whoever fills it to
+ *   sizeof(struct) or to its ROOTSPAN_*_STRUCT_SIZE (the end of its last field
+ *   in these headers); both are accepted, and nothing past it is read or
+ *   written.
  * - Whoever allocates frees: errors, claims and mappings go back through the
  *   functions named on them.
  * - Threads: every function is safe from any thread. One claim or mapping
@@ -269,9 +274,19 @@ typedef struct rootspan_host_import {
 #define ROOTSPAN_HOST_IMPORT_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_import, ROOTSPAN_HOST_IMPORT_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZE);
 
+/* Makes a root of host memory the caller owns (import->memory), under the
+ * provider named by import->provider, checked as an allocation is (identity
+ * and extent). The memory is handed over with its deleter, which runs
+ * exactly once: when the root is released, or before this call returns if
+ * the import fails. *root (out) lives until rootspan_root_release or the
+ * context's destroy. */
 ROOTSPAN_API rootspan_status rootspan_root_import_host(rootspan_context *context, const rootspan_host_import *import,
                                                        rootspan_root **root, rootspan_error **error);
 
+/* Fills *info (out; its struct_size set by the caller) with what the root
+ * is: id, key, extent, dtype, read-only, provider. The provider name in it
+ * lives as long as the root. ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs or a
+ * struct_size that is not a published size. */
 ROOTSPAN_API rootspan_status rootspan_root_get_info(const rootspan_root *root, rootspan_root_info *info);
 
 /* Releases a root through its provider's release hook, exactly once. Fails
@@ -301,6 +316,9 @@ typedef struct rootspan_range {
 ROOTSPAN_API rootspan_status rootspan_claim_split(rootspan_claim *parent, const rootspan_range *ranges, size_t count,
                                                   rootspan_claim **children, rootspan_error **error);
 
+/* The span the claim covers (out, relative to its root) and its mode (out);
+ * either may be NULL. ROOTSPAN_ERR_INVALID_ARGUMENT for a NULL claim or a
+ * span whose struct_size is not a published size. */
 ROOTSPAN_API rootspan_status rootspan_claim_get_span(const rootspan_claim *claim, rootspan_span *span,
                                                      rootspan_claim_mode *mode);
 
@@ -319,7 +337,10 @@ ROOTSPAN_API rootspan_status rootspan_map_write(rootspan_claim *claim, rootspan_
 /* The mapped bytes: valid until rootspan_unmap. Write through the pointer only
  * for a map_write mapping. */
 ROOTSPAN_API void *rootspan_mapping_data(const rootspan_mapping *mapping);
+/* The mapped length in bytes (0 for a NULL mapping). */
 ROOTSPAN_API uint64_t rootspan_mapping_length(const rootspan_mapping *mapping);
+/* Ends a mapping; its pointer is invalid afterwards, and its claim can be
+ * released. ROOTSPAN_ERR_INVALID_ARGUMENT for NULL. */
 ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
 
 /* ---- device access (docs/concepts.md) ---------------------------------------- */
@@ -330,6 +351,12 @@ ROOTSPAN_API rootspan_status rootspan_unmap(rootspan_mapping *mapping);
 ROOTSPAN_API rootspan_status rootspan_device_access_prepare(rootspan_claim *claim,
                                                             const rootspan_device_access_request *request,
                                                             rootspan_device_access *access, rootspan_error **error);
+/* Ends an access that rootspan_device_access_prepare gave on this claim:
+ * the provider releases what it prepared, and the claim is free to be
+ * released. ROOTSPAN_ERR_INVALID_ARGUMENT, the provider never called, for a
+ * NULL claim or access, an access whose struct_size is not a published size,
+ * or one this claim did not prepare (its device pointer and provider token
+ * must be those prepare filled in). */
 ROOTSPAN_API rootspan_status rootspan_device_access_release(rootspan_claim *claim,
                                                             const rootspan_device_access *access);
 

@@ -274,9 +274,11 @@ ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weigh
 ROOTSPAN_API rootspan_status rootspan_weights_component_count(const rootspan_weights *weights, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                                         rootspan_component_info *info);
-/* The index of the component with this id. ROOTSPAN_ERR_NOT_FOUND when no
- * loaded component has it (a skipped one included); ROOTSPAN_ERR_INVALID_ARGUMENT
- * for NULLs. */
+/* The index of the component with this id, or else of the one-tensor
+ * component whose tensor has this name outside the id rule (such a tensor,
+ * "a b", loads under the id "tensor.<n>" and is found by either).
+ * ROOTSPAN_ERR_NOT_FOUND when no loaded component has it (a skipped one
+ * included); ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs. */
 ROOTSPAN_API rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index);
 /* The static name of a role ("values", "packed_values", ...); "" when out of range. */
 ROOTSPAN_API const char *rootspan_role_name(rootspan_component_role role);

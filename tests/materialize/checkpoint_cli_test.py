@@ -220,6 +220,49 @@ def test_subsets(example):
     c.expect_usage("inspect --revision empty", ["inspect", example, "--revision", ""])
 
 
+def test_names_outside_the_id_rule():
+    """A tensor name with a space or a non-ASCII letter loads as "tensor.<n>",
+    keeps its own name as its source, and --tensors and --split take either."""
+    folder = os.path.join(c.WORK, "odd-names")
+    c.write(os.path.join(folder, "model.safetensors"),
+            c.good_file([("a b", "F32", [2, 2]), ("caf\u00e9", "F32", [2]), ("ok", "F32", [2])], seed=5))
+    doc = load_ok("odd names", folder)
+    by_source = {comp["source"]: comp for comp in doc.get("components", [])}
+    c.check(set(by_source) == {"a b", "caf\u00e9", "ok"}, "every component names its tensor: %r" % sorted(by_source))
+    if "a b" in by_source:
+        c.check(by_source["a b"]["id"].startswith("tensor."), "'a b' loads as tensor.<n>: %r" % by_source["a b"]["id"])
+        c.check(by_source["ok"]["id"] == "ok", "a valid name is its own id")
+    picked = load_ok("--tensors by tensor name", folder, "--tensors", "a b")
+    c.check([comp["source"] for comp in picked.get("components", [])] == ["a b"],
+            "--tensors 'a b' picks that tensor: %r" % picked.get("components"))
+    sliced = load_ok("--split by tensor name", folder, "--rank", "1", "--world", "2", "--split", "a b=1")
+    split = [comp for comp in sliced.get("components", []) if comp["source"] == "a b"]
+    c.check(split and split[0]["shape"] == [2, 1], "--split 'a b=1' splits it: %r" % split)
+    table = c.run("load", folder, "--provider", "host")
+    c.check(table.returncode == 0 and '"a b"' in table.stdout and "\"caf\u00e9\"" in table.stdout,
+            "the table shows the tensor names beside their ids: %s%s" % (table.stdout, table.stderr))
+
+
+def test_folders_without_a_checkpoint():
+    """A folder rootspan cannot read says what it holds and what would do; a
+    Hugging Face cache root says to pick one of its repositories."""
+    pickles = os.path.join(c.WORK, "pickles")
+    c.write(os.path.join(pickles, "pytorch_model.bin"), b"\x80\x02")
+    c.write(os.path.join(pickles, "config.json"), "{}")
+    c.expect_error("a folder of PyTorch pickles", ["inspect", pickles], 3, "InvalidCheckpoint",
+                   ['no checkpoint rootspan reads', '"config.json", "pytorch_model.bin"', "PyTorch pickles",
+                    "convert them to safetensors"])
+    empty = os.path.join(c.WORK, "empty-folder")
+    os.makedirs(empty)
+    c.expect_error("an empty folder", ["inspect", empty], 3, "InvalidCheckpoint", ["the folder is empty"])
+    hub = os.path.join(c.WORK, "hub")
+    cache_repository(os.path.join("hub", "models--org--one"))
+    cache_repository(os.path.join("hub", "models--org--two"))
+    c.expect_error("a cache root", ["inspect", hub], 3, "InvalidCheckpoint",
+                   ["is a Hugging Face cache folder", '"models--org--one", "models--org--two"',
+                    "pass one of them, a models--org--name folder"])
+
+
 def main():
     c.EXE, example = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="rootspan-checkpoint-cli-") as tmp:
@@ -227,6 +270,8 @@ def main():
         test_cache_repository()
         test_fifo_and_json_shards()
         test_subsets(example)
+        test_names_outside_the_id_rule()
+        test_folders_without_a_checkpoint()
     return c.report()
 
 

@@ -115,7 +115,7 @@ TEST_F(GgufLoadTest, EveryTypeUploadsToAProviderWithoutHostAccess) {
   const GgufWriter w = every_type();
   LoadOptions options;
   options.provider = "upload";
-  options.staging_bytes = 4096;
+  options.staging.bytes = 4096;
   LoadResult result = load(dir_.write("all.gguf", w.bytes()), options);
   expect_bytes(result, w, false);
 }

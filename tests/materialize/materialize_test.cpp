@@ -98,7 +98,7 @@ class MaterializeTest : public ::testing::Test {
   static LoadOptions upload_options(std::uint64_t staging) {
     LoadOptions options;
     options.provider = kUploadProviderName;
-    options.staging_bytes = staging;
+    options.staging.bytes = staging;
     return options;
   }
 
@@ -150,7 +150,7 @@ TEST_F(MaterializeTest, AProviderWithoutPinnedMemoryStagesThroughOrdinaryHostBuf
   const WrittenFile file =
       write_safetensors(dir_, "model.safetensors", {{"a", "F32", {3000}}, {"b", "F32", {3000}}, {"c", "U8", {5}}}, 17);
   LoadOptions options = upload_options(8192);
-  options.staging_buffers = 2;
+  options.staging.buffers = 2;
   auto &loaded = load(file.path, std::nullopt, options);
   ASSERT_TRUE(loaded) << loaded.error()->message();
   const LoadResult &result = loaded.value();
@@ -512,6 +512,23 @@ TEST_F(MaterializeTest, UnknownProviderFailsBeforeAnyRoot) {
   ASSERT_FALSE(loaded);
   EXPECT_EQ(loaded.error()->code, ROOTSPAN_ERR_NOT_FOUND) << loaded.error()->message();
   EXPECT_EQ(context_->live_roots(), 0u);
+}
+
+TEST(StagingShape, TheRingOwnsItsDefaultsBoundsAndFloorForEveryCaller) {
+  using rootspan::weights::checked_staging_shape;
+  using rootspan::weights::StagingShape;
+  const auto defaults = checked_staging_shape({0, 0});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults.value().buffers, StagingShape::kDefaultBuffers);
+  EXPECT_EQ(defaults.value().bytes, StagingShape::kDefaultBytes);
+  EXPECT_EQ(checked_staging_shape({1, 100}).value().bytes, StagingShape::kMinBytes);  // raised to the floor
+  const auto too_many = checked_staging_shape({65, 0});
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error()->code, ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(too_many.error()->message().find("options.staging_buffer_count is 65; at most 64"), std::string::npos);
+  const auto too_big = checked_staging_shape({1, (1ull << 30) + 1});
+  ASSERT_FALSE(too_big);
+  EXPECT_NE(too_big.error()->message().find("options.staging_buffer_bytes is 1073741825"), std::string::npos);
 }
 
 }  // namespace

@@ -643,6 +643,19 @@ TEST_F(WeightsCApiTest, ComponentInfoWritesOnlyWithinTheCallersStructSize) {
 
 // ---- finding components and what they are --------------------------------
 
+TEST_F(WeightsCApiTest, FindTakesATensorNameOutsideTheIdRule) {
+  // With the default schema "a b" loads as "tensor.0"; find takes either name.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a b", "F32", {4}}, {"c", "U8", {8}}}, 5);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  std::size_t by_name = 99, by_id = 98;
+  ASSERT_EQ(rootspan_weights_find(weights_, "a b", &by_name), ROOTSPAN_OK);
+  EXPECT_STREQ(info(by_name).id, "tensor.0");
+  EXPECT_STREQ(info(by_name).source_name, "a b");
+  ASSERT_EQ(rootspan_weights_find(weights_, "tensor.0", &by_id), ROOTSPAN_OK);
+  EXPECT_EQ(by_id, by_name);
+  EXPECT_EQ(rootspan_weights_find(weights_, "a", &by_id), ROOTSPAN_ERR_NOT_FOUND);
+}
+
 TEST_F(WeightsCApiTest, FindReturnsTheIndexOfALoadedComponentById) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {8}}}, 111);
   const fs::path schema = dir_.write_text(

@@ -133,6 +133,42 @@ def safetensors(path, tensors, sparse=False):
 
 # ---- through a pseudo-terminal --------------------------------------------------
 
+def test_help_fits(tmp):
+    """Help wrapped to the terminal at 80 and 200 columns: no line wider, no
+    word cut or lost, the program's name in every usage line."""
+    for args in (["help"], ["load", "--help"], ["help", "plan"], ["inspect", "--help"]):
+        plain = run(*args).stdout  # no terminal, no COLUMNS: not wrapped
+        for columns in (80, 200):
+            status, out = run_pty(args, columns)
+            check(status == 0, "%s at %d columns: exit 0, got %d" % (args, columns, status))
+            check_fits(out, columns, " ".join(args))
+            check(out.split() == plain.split(), "%s at %d columns: the same words as unwrapped" % (args, columns))
+            usage_lines = [line for line in out.splitlines() if line.startswith("Usage:")]
+            check(usage_lines and all(line.startswith("Usage: rootspan") for line in usage_lines),
+                  "%s at %d columns: usage lines name the program: %r" % (args, columns, usage_lines))
+
+
+def test_names_stay_apart(tmp):
+    """At 80 columns a verified load's rows stay distinct: names are cut by
+    whole segments (the layer number and the last segments kept), digests are
+    shortened to 16 hex digits, and SEGMENTS and KEY give way first."""
+    names = ["model.layers.%d.self_attn.%s.weight" % (layer, proj) for layer in range(3) for proj in ("q_proj", "k_proj")]
+    path = os.path.join(tmp, "layers.safetensors")
+    safetensors(path, [(n, "F32", [4], 16) for n in names])
+    for columns in (80, 200):
+        status, out = run_pty(["load", path, "--verify", "--provider", "host"], columns)
+        check(status == 0, "load --verify at %d: exit 0, got %d: %s" % (columns, status, out))
+        check_fits(out, columns, "load --verify")
+        rows = [line.split()[0] for line in out.splitlines() if line.startswith(("model.", "\u2026"))]
+        check(len(rows) == len(names) and len(set(rows)) == len(names),
+              "load --verify at %d: %d distinct rows: %r" % (columns, len(names), rows))
+        digests = re.findall(r"\b[0-9a-f]{16,64}\b", out)
+        check(digests and all(len(d) == 16 for d in digests), "at %d: digests shortened to 16: %r" % (columns, digests))
+    missing = run("load", os.path.join(tmp, "no-such-file"))
+    check(missing.returncode == 3 and missing.stderr.count("No such file") + missing.stderr.count("no such file") == 1
+          and "auto:" not in missing.stderr, "a missing file is said once, with no provider line: %r" % missing.stderr)
+
+
 def test_tables(tmp, example):
     names = ["model.layers.0.self_attn.q_proj.weight", "層.0.注意.重み", "cafe\u0301.bias",
              "a.really.long.name." + "x" * 120]
@@ -241,7 +277,8 @@ def test_ctrl_c(tmp):
     status, out = run_pty(["load", path, "--strategy", "read", "--provider", "host"], 80, on_output)
     check(state["done"], "Ctrl-C: the progress bar was drawn: %r" % out[-300:])
     check(status == 130, "Ctrl-C: exit status 130, got %d: %r" % (status, out[-400:]))
-    check("Cancelled" in out and "cancelled the load" in out, "Ctrl-C: says the load was cancelled: %r" % out[-400:])
+    check("Cancelled" in out and "interrupted (Ctrl-C) while loading component" in out and "callback" not in out,
+          "Ctrl-C: says it was interrupted, not a callback: %r" % out[-400:])
     check("loaded" not in out, "Ctrl-C: no table of a load that did not finish")
     last = out.rstrip("\r\n").split("\n")[-1]
     check(last.startswith("\r\x1b[K") or "\r\x1b[K" in out, "Ctrl-C: the bar was erased: %r" % last)
@@ -341,7 +378,9 @@ def test_command_line(tmp, example):
     usage(["lod"], ["did you mean 'load'?"])
     usage(["load", example, "--verfy"], ["unknown option '--verfy'", "did you mean '--verify'?"])
     usage(["load", example, "--strategy=fast"], ["--strategy", "auto, mmap, read or direct", "'fast'"])
-    usage(["load", example, "--device", "one"], ["--device", "one"])
+    usage(["load", example, "--device", "one"], ["--device: expected a whole number from 0 to 4294967295, got 'one'"],
+          ["Could not convert"])
+    usage(["load", example, "--world", "2", "--rank=-1"], ["--rank: expected a whole number", "got '-1'"])
     usage(["help", "lod"], ["did you mean 'load'?"])
     usage(["load", example, "--rank", "1"], ["--world"])
     usage(["frobnicate"], ["unknown command 'frobnicate'"], ["did you mean"])
@@ -356,6 +395,8 @@ def main():
     EXE = os.path.abspath(EXE)
     with tempfile.TemporaryDirectory(prefix="rootspan-terminal-") as tmp:
         test_command_line(tmp, example)
+        test_help_fits(tmp)
+        test_names_stay_apart(tmp)
         test_tables(tmp, example)
         test_progress(tmp)
         test_resize(tmp)

@@ -1,13 +1,17 @@
 // The program's text layout: display widths (CJK, combining marks), names cut
-// to fit, tables aligned and cut to the terminal, sizes in binary units, and
-// the suggestions for mistyped names.
+// to fit (by whole segments, so rows stay apart), tables aligned and cut to
+// the terminal (optional columns first), help wrapped to it, sizes in binary
+// units, and the suggestions for mistyped names.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "byte_size.hpp"
+#include "help_text.hpp"
 #include "suggestion.hpp"
 #include "terminal_text.hpp"
 #include "text_table.hpp"
@@ -95,6 +99,55 @@ TEST(TextTable, AlignsByDisplayWidthAndFitsTheWidth) {
   }
   EXPECT_NE(printed(table, 0).find("a.very.long.tensor.name.that.does.not.fit"), std::string::npos);
   EXPECT_NE(printed(table, 20).find("\u2026"), std::string::npos);
+}
+
+TEST(ElideName, KeepsTheLayerNumberAndTheLastSegmentsSoRowsStayApart) {
+  const std::string q = "model.layers.7.self_attn.q_proj.weight", k = "model.layers.7.self_attn.k_proj.weight";
+  EXPECT_EQ(elide_name(q, 100), q);
+  EXPECT_EQ(elide_name(q, 30), "model.layers.7.\u2026.q_proj.weight");
+  EXPECT_EQ(elide_name(q, 20), "\u2026.7.\u2026.q_proj.weight");
+  for (const std::size_t width : {20u, 24u, 30u, 37u}) {  // below 20 the two cannot both fit
+    EXPECT_LE(display_width(elide_name(q, width)), width) << width;
+    EXPECT_NE(elide_name(q, width), elide_name(k, width)) << width;
+    EXPECT_NE(elide_name(q, width), elide_name("model.layers.8.self_attn.q_proj.weight", width)) << width;
+  }
+  // A name with too few segments, or a last segment too wide, is cut as fit_width cuts.
+  EXPECT_EQ(elide_name("a_single_long_name", 10), fit_width("a_single_long_name", 10));
+  EXPECT_EQ(elide_name("a.b.a_very_long_last_segment", 10), fit_width("a.b.a_very_long_last_segment", 10));
+}
+
+TEST(TextTable, LeavesOutOptionalColumnsBeforeCuttingANameShort) {
+  TextTable table({{"NAME", false, true}, {"EXTRA", false, false, true}, {"SIZE", true}});
+  table.add_row({"model.layers.0.self_attn.q_proj.weight", "1234567890", "16 B"});
+  const std::string wide = printed(table, 0), narrow = printed(table, 48);
+  EXPECT_NE(wide.find("EXTRA"), std::string::npos);
+  EXPECT_EQ(narrow.find("EXTRA"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos) << narrow;
+  for (const auto &line : lines_of(narrow)) EXPECT_LE(display_width(line), 48u) << line;
+}
+
+TEST(FitHelp, WrapsDescriptionsUnderTheirColumnAndKeepsEveryWord) {
+  const std::string help =
+      "Usage: rootspan load [OPTIONS] PATH\n"
+      "  --tensors PATTERN ...       only the components whose id matches this glob, or a tensor name outside the "
+      "id rule (repeatable)\n"
+      "PATH is a .safetensors or .gguf file (a split GGUF by any of its parts), a folder, or an index file.\n";
+  EXPECT_EQ(fit_help(help, 0), help);
+  for (const std::size_t width : {40u, 60u, 80u}) {
+    const std::string fitted = fit_help(help, width);
+    std::vector<std::string> before, after;
+    for (const auto *text : {&help, &fitted}) {
+      std::istringstream words(*text);
+      auto &into = text == &help ? before : after;
+      for (std::string word; words >> word;) into.push_back(word);
+    }
+    EXPECT_EQ(before, after) << "no word is cut or lost at " << width << ":\n" << fitted;
+    for (const auto &line : lines_of(fitted)) EXPECT_LE(display_width(line), width) << line;
+  }
+  // At 80 columns the description goes on under its own column.
+  const auto lines = lines_of(fit_help(help, 80));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[2].find_first_not_of(' '), std::string("  --tensors PATTERN ...       ").size()) << lines[2];
 }
 
 }  // namespace

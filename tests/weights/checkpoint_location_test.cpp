@@ -140,7 +140,9 @@ TEST(CheckpointLocation, BrokenRefsAndRevisionsAreRefusedListingTheSnapshots) {
     EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT,
                           {"refs/main does not hold a commit hash (40 lowercase hex digits", "not shown", listed}));
     const std::string shown = text.substr(0, text.size() - 1);  // the text without its newline
-    if (!opened) EXPECT_EQ(opened.error()->message().find(shown), std::string::npos) << text;
+    if (!opened) {
+      EXPECT_EQ(opened.error()->message().find(shown), std::string::npos) << text;
+    }
   }
   // refs/main a link to a file outside the repository: never read.
   const fs::path secret = dir.write_text("secret-token", std::string(40, 'a'));
@@ -371,8 +373,9 @@ TEST(CheckpointLocation, AnIndexBehindAMemfdIsRefusedAndTrustsNothing) {
   fs::create_symlink("/proc/self/fd/" + std::to_string(memfd), dir.path() / "model.safetensors.index.json");
   fs::create_symlink("/etc/passwd", dir.path() / kFile1);
   dir.write(kFile2, safetensors_file(kShard2));
-  EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"model.safetensors.index.json", "does not lead back to it (a deleted file, a memfd"}));
+  // Its target is no path: the index cannot be resolved, and no shard is opened.
+  EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_IO,
+                        {"model.safetensors.index.json", "cannot resolve file name"}));
   ::close(memfd);
 }
 
@@ -434,23 +437,80 @@ TEST(CheckpointLocation, AShardThatIsAFifoOrAFolderIsRefusedWithoutHanging) {
                         {"weights.safetensors", "not a regular file (it is a FIFO)"}));
 }
 
-TEST(CheckpointLocation, AnIndexLinkedOutsideTrustsOnlyItsOwnFolder) {
-  // The index may live elsewhere (its folder becomes trusted), but that
-  // trusts no third folder.
-  TempDir store;
-  store.write(kFile1, safetensors_file(kShard1));
-  store.write_text("model.safetensors.index.json", index_for(kFile1, kFile2));
-  TempDir third;
-  const fs::path shard2 = third.write(kFile2, safetensors_file(kShard2));
+// Another user's file, whose first bytes must never reach an error ("header
+// length 3619251681095544690" is "root:*:1" read as a number).
+fs::path secret_file(const TempDir &dir) { return dir.write_text("shadow", "root:*:19000:0:99999:7:::\n"); }
+
+// Every opened file's error, checked to be a refusal that leaks nothing read.
+void expect_leads_out(const Result<Checkpoint> &opened, const std::string &name, const fs::path &target) {
+  EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT, {name, "leads out", real(target).string()}));
+  if (!opened) {
+    EXPECT_EQ(opened.error()->message().find("header length"), std::string::npos) << opened.error()->message();
+  }
+}
+
+TEST(CheckpointLocation, EveryFileAFolderLeadsToIsConfinedToIt) {
+  TempDir elsewhere;
+  const fs::path secret = secret_file(elsewhere);
+  const fs::path shard = elsewhere.write(kFile1, safetensors_file(kShard1));
+  // The folder's model.safetensors, its one *.safetensors and the index.
+  for (const std::string name : {"model.safetensors", "weights.safetensors", "model.safetensors.index.json"}) {
+    TempDir folder;
+    fs::create_symlink(secret, folder.path() / name);
+    expect_leads_out(Checkpoint::open(folder.path()), name, secret);
+    // Named by the user: the file's own folder is the one trusted.
+    expect_leads_out(Checkpoint::open(folder.path() / name), name, secret);
+  }
+  // A real checkpoint elsewhere is refused just the same.
+  TempDir folder;
+  fs::create_symlink(shard, folder.path() / "model.safetensors");
+  expect_leads_out(Checkpoint::open(folder.path()), "model.safetensors", shard);
+  // An index that leads out trusts nothing it names (it used to trust its own folder).
   TempDir named;
-  fs::create_symlink(store.path() / "model.safetensors.index.json", named.path() / "model.safetensors.index.json");
-  fs::create_symlink(store.path() / kFile1, named.path() / kFile1);
-  fs::create_symlink(shard2, named.path() / kFile2);
-  EXPECT_TRUE(FailsWith(Checkpoint::open(named.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {kFile2, real(named.path()).string(), real(store.path()).string(), real(shard2).string()}));
-  fs::remove(named.path() / kFile2);
-  fs::create_symlink(store.path() / kFile1, named.path() / kFile2);  // the wrong tensors, but inside
-  EXPECT_TRUE(FailsWith(Checkpoint::open(named.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"appears in two shards"}));
+  elsewhere.write_text("model.safetensors.index.json", index_for(kFile1, kFile2));
+  fs::create_symlink(elsewhere.path() / "model.safetensors.index.json", named.path() / "model.safetensors.index.json");
+  fs::create_symlink(shard, named.path() / kFile1);
+  expect_leads_out(Checkpoint::open(named.path()), "model.safetensors.index.json",
+                   elsewhere.path() / "model.safetensors.index.json");
+  // A link that stays inside is followed.
+  TempDir inside;
+  inside.write("store/" + std::string(kFile1), safetensors_file(kShard1));
+  fs::create_symlink("store/" + std::string(kFile1), inside.path() / "model.safetensors");
+  auto opened = Checkpoint::open(inside.path());
+  ASSERT_TRUE(opened) << opened.error()->message();
+  EXPECT_EQ(opened.value().trusted_folders(), std::vector<fs::path>{real(inside.path())});
+}
+
+TEST(CheckpointLocation, ASnapshotLinkedOutOfItsRepositoryIsRefusedAndListsNothing) {
+  TempDir dir;
+  const CacheRepository cache(dir);
+  TempDir private_home;
+  fs::create_directories(private_home.path() / "private-folder-name" / "inner");
+  private_home.write(std::string("private-folder-name/model.safetensors"), safetensors_file(kShard1));
+  // The snapshot refs/main names is a link to another user's folder.
+  fs::remove_all(cache.snapshot);
+  fs::create_directory_symlink(private_home.path() / "private-folder-name", cache.snapshot);
+  auto opened = Checkpoint::open(cache.repo);
+  EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"leads out of", real(cache.repo).string(), "a snapshot must be a folder of the repository"}));
+  // snapshots/ itself a link: its names are never listed, nothing is opened.
+  fs::remove_all(cache.repo / "snapshots");
+  fs::create_directory_symlink(private_home.path(), cache.repo / "snapshots");
+  opened = Checkpoint::open(cache.repo, std::string("a/b"));  // a bad revision lists the snapshots
+  EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT, {"snapshots: none"}));
+  if (!opened) {
+    EXPECT_EQ(opened.error()->message().find("private-folder-name"), std::string::npos);
+  }
+  opened = Checkpoint::open(cache.repo);
+  EXPECT_TRUE(FailsWith(opened, ROOTSPAN_ERR_INVALID_CHECKPOINT, {"snapshots/ is not a folder of the repository"}));
+  if (!opened) {
+    EXPECT_EQ(opened.error()->message().find("private-folder-name"), std::string::npos);
+  }
+  // refs/ itself a link out: the ref is never read.
+  fs::remove_all(cache.repo / "refs");
+  private_home.write_text("main", std::string(40, 'a'));
+  fs::create_directory_symlink(private_home.path(), cache.repo / "refs");
+  EXPECT_TRUE(FailsWith(Checkpoint::open(cache.repo), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"refs/main", "leads out of"}));
 }
 
 }  // namespace

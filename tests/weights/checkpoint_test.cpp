@@ -98,7 +98,8 @@ TEST(Checkpoint, FolderWithoutAnyCheckpoint) {
   TempDir dir;
   dir.write_text("README.md", "nothing here");
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
-                        {"no model.safetensors.index.json, no model.safetensors"}));
+                        {"no checkpoint rootspan reads: no model.safetensors.index.json, no *.safetensors file",
+                         "it holds 1 entries: \"README.md\""}));
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path() / "absent"), ROOTSPAN_ERR_IO, {"absent", "no such file"}));
 }
 

@@ -52,7 +52,7 @@ TEST(GgufCheckpoint, OpensAFileByExtensionAndByMagic) {
   const GgufWriter w = mixed();
   for (const char *name : {"m.gguf", "model.bin"}) {
     const auto path = dir.write(name, w.bytes());
-    EXPECT_TRUE(is_gguf_source(path)) << name;
+    EXPECT_TRUE(is_gguf_file(name, InputFile::open(path, "test").value())) << name;
     auto checkpoint = Checkpoint::open(path);
     ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
     EXPECT_TRUE(checkpoint.value().is_gguf());
@@ -81,7 +81,7 @@ TEST(GgufCheckpoint, ABadGgufFileByExtensionReportsTheGgufRule) {
 TEST(GgufCheckpoint, OpensAFolderHoldingOneGgufFile) {
   TempDir dir;
   dir.write("model-q4.gguf", mixed().bytes());
-  EXPECT_TRUE(is_gguf_source(dir.path()));
+  EXPECT_TRUE(is_gguf_folder(dir.path()));
   auto checkpoint = Checkpoint::open(dir.path());
   ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_TRUE(checkpoint.value().is_gguf());
@@ -95,10 +95,38 @@ TEST(GgufCheckpoint, AFolderWithSafetensorsStaysSafetensors) {
   TempDir dir;
   dir.write("m.gguf", mixed().bytes());
   dir.write("model.safetensors", safetensors_file({{"w", "F32", {2}}}));
-  EXPECT_FALSE(is_gguf_source(dir.path()));
+  EXPECT_FALSE(is_gguf_folder(dir.path()));
   auto checkpoint = Checkpoint::open(dir.path());
   ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
   EXPECT_FALSE(checkpoint.value().is_gguf());
+}
+
+TEST(GgufCheckpoint, AGgufFileOrSplitPartLinkedOutOfItsFolderIsRefused) {
+  TempDir elsewhere;
+  const auto outside = elsewhere.write("private.gguf", mixed().bytes());
+  // The folder's one GGUF file, and the file named directly.
+  TempDir folder;
+  std::filesystem::create_symlink(outside, folder.path() / "m.gguf");
+  for (const auto &path : {folder.path(), folder.path() / "m.gguf"}) {
+    EXPECT_TRUE(FailsWith(Checkpoint::open(path), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                          {"m.gguf", "leads out", std::filesystem::canonical(outside).string()}));
+  }
+  // One part of a split set.
+  TempDir split;
+  const auto parts = split_parts(3);
+  write_parts(split, parts);
+  const std::string part2 = gguf_split_file_name("model", 2, 3);
+  const auto moved = elsewhere.write(part2, parts[1].bytes());
+  std::filesystem::remove(split.path() / part2);
+  std::filesystem::create_symlink(moved, split.path() / part2);
+  EXPECT_TRUE(FailsWith(Checkpoint::open(split.path()), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {part2, "leads out", std::filesystem::canonical(moved).string()}));
+  // Back inside the folder, the set opens.
+  std::filesystem::remove(split.path() / part2);
+  std::filesystem::copy_file(moved, split.path() / part2);
+  auto opened = Checkpoint::open(split.path() / gguf_split_file_name("model", 3, 3));
+  ASSERT_TRUE(opened) << opened.error()->message();
+  EXPECT_EQ(opened.value().shards().size(), 3u);
 }
 
 TEST(GgufCheckpoint, DefaultSchemaMakesDenseAndBlockQuantizedComponents) {

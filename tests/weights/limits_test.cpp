@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
+#include "weights/checkpoints/checkpoint.hpp"
 #include "weights/formats/gguf.hpp"
 #include "weights/formats/limits.hpp"
 #include "weights/formats/safetensors.hpp"
@@ -116,6 +117,15 @@ TEST(Limits, SchemaComponentsAboveTheirLimitAreRefusedWhileParsing) {
   text += "]}";
   EXPECT_TRUE(FailsWith(parse_component_schema(text, "s.json"), ROOTSPAN_ERR_INVALID_SCHEMA,
                         {"s.json", "has more than 1048576 elements", "a schema holds at most 1048576 components"}));
+}
+
+TEST(Limits, TensorsAreCountedPerCheckpointNotPerFile) {
+  // Each shard within its own limit, the checkpoint over it: refused.
+  EXPECT_TRUE(check_tensor_count(kMaxTensorsPerCheckpoint, 3, kMaxTensorsPerCheckpoint));
+  const auto refused = check_tensor_count(kMaxTensorsPerCheckpoint + 1, 3, kMaxTensorsPerCheckpoint);
+  EXPECT_TRUE(FailsWith(refused, ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"3 files hold 1048577 tensors in all", "more than the 1048576 a checkpoint may hold"}));
+  EXPECT_EQ(refused.error()->values->first, kMaxTensorsPerCheckpoint);
 }
 
 }  // namespace

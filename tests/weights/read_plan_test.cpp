@@ -53,9 +53,14 @@ struct Range {
   std::uint64_t file_offset, length, destination;
   bool operator==(const Range &) const = default;
 };
+// Every row of every read, as a plain range (a strided read of 4 rows is 4).
 std::vector<Range> ranges(const ComponentPlan &plan) {
   std::vector<Range> out;
-  for (const PlannedRead &r : plan.reads) out.push_back({r.file_offset, r.length, r.destination_offset});
+  for (const PlannedRead &r : plan.reads) {
+    for (std::uint64_t row = 0; row < r.rows; ++row) {
+      out.push_back({r.file_offset + row * r.stride, r.length, r.destination_offset + row * r.length});
+    }
+  }
   return out;
 }
 
@@ -106,17 +111,57 @@ TEST(ReadPlan, RowSplitIsOneContiguousRange) {
 }
 
 TEST(ReadPlan, ColumnSplitIsStridedAndCrossesSegments) {
-  // 4 x 6 F16 packed from two sources of two rows each (24 bytes per row):
-  // rank 2 of 3 takes columns [4, 6): 4 bytes from each row.
+  // 4 x 6 F16 packed from two sources of two rows each (12 bytes per row):
+  // rank 2 of 3 takes columns [4, 6): 4 bytes from each row, one strided
+  // read of two rows per source.
   const std::vector<ComponentPayload> p = {payload("w", "F16", {4, 6}, {24, 24})};
   auto plan = plan_reads(p, shard(2, 3, {{"w", 1}}));
   ASSERT_TRUE(plan) << plan.error()->message();
   const ComponentPlan &c = plan.value().components[0];
   EXPECT_EQ(c.dimensions, (std::vector<std::uint64_t>{4, 2}));
   EXPECT_EQ(ranges(c), (std::vector<Range>{{1008, 4, 0}, {1020, 4, 4}, {1032, 4, 8}, {1044, 4, 12}}));
+  ASSERT_EQ(c.reads.size(), 2u);
   EXPECT_EQ(c.reads[0].source, "w.part0");
-  EXPECT_EQ(c.reads[2].source, "w.part1");
+  EXPECT_EQ(c.reads[0].rows, 2u);
+  EXPECT_EQ(c.reads[0].stride, 12u);
+  EXPECT_EQ(c.reads[1].source, "w.part1");
   EXPECT_EQ(c.bytes, 16u);
+}
+
+TEST(ReadPlan, ARowCrossingASourceBoundaryIsCutThere) {
+  // Sources of 16 and 32 bytes: row 1 (bytes 12-24) crosses into the second.
+  const std::vector<ComponentPayload> p = {payload("w", "F16", {4, 6}, {16, 32})};
+  auto plan = plan_reads(p, shard(0, 2, {{"w", 1}}));
+  ASSERT_TRUE(plan) << plan.error()->message();
+  const ComponentPlan &c = plan.value().components[0];
+  EXPECT_EQ(ranges(c), (std::vector<Range>{{1000, 6, 0}, {1012, 4, 6}, {1016, 2, 10}, {1024, 6, 12}, {1036, 6, 18}}));
+  ASSERT_EQ(c.reads.size(), 4u);
+  EXPECT_EQ(c.reads[1].source, "w.part0");
+  EXPECT_EQ(c.reads[2].source, "w.part1");
+  EXPECT_EQ(c.reads[3].rows, 2u);
+}
+
+TEST(ReadPlan, AColumnSplitOfMillionsOfRowsIsOneRecord) {
+  // The audit's sparse file: 2^22 rows of two F16 columns, split by column.
+  // One strided read and one strided segment, not one per row.
+  constexpr std::uint64_t kRows = std::uint64_t{1} << 22;
+  const std::vector<ComponentPayload> p = {payload("o", "F16", {kRows, 2}, {kRows * 4})};
+  for (std::uint32_t rank = 0; rank < 2; ++rank) {
+    auto plan = plan_reads(p, shard(rank, 2, {{"o", 1}}));
+    ASSERT_TRUE(plan) << plan.error()->message();
+    const ComponentPlan &c = plan.value().components[0];
+    ASSERT_EQ(c.reads.size(), 1u);
+    EXPECT_EQ(c.reads[0].file_offset, 1000u + 2 * rank);
+    EXPECT_EQ(c.reads[0].length, 2u);
+    EXPECT_EQ(c.reads[0].rows, kRows);
+    EXPECT_EQ(c.reads[0].stride, 4u);
+    EXPECT_EQ(c.bytes, kRows * 2);
+    auto sliced = sliced_payloads(p, plan.value());
+    ASSERT_TRUE(sliced) << sliced.error()->message();
+    ASSERT_EQ(sliced.value()[0].segments().size(), 1u);
+    EXPECT_EQ(sliced.value()[0].segments()[0].rows(), kRows);
+    EXPECT_EQ(sliced.value()[0].total_bytes(), kRows * 2);
+  }
 }
 
 TEST(ReadPlan, FirstMatchingRuleWinsAndUnmatchedComponentsAreReplicated) {
@@ -144,7 +189,7 @@ TEST(ReadPlan, SharesOfAllRanksTileTheComponent) {
     for (std::uint32_t rank = 0; rank < 3; ++rank) {
       auto plan = plan_reads(p, shard(rank, 3, {{"w", dim}}));
       ASSERT_TRUE(plan) << plan.error()->message();
-      for (const PlannedRead &r : plan.value().components[0].reads) {
+      for (const Range &r : ranges(plan.value().components[0])) {
         for (std::uint64_t b = 0; b < r.length; ++b) ++seen[r.file_offset - 1000 + b];
       }
     }
@@ -202,9 +247,12 @@ TEST(ReadPlan, SlicedPayloadsCarryThePlannedReads) {
   const ComponentPayload &s = sliced.value()[0];
   EXPECT_EQ(s.dimensions(), (std::vector<std::uint64_t>{4, 3}));
   EXPECT_EQ(s.total_bytes(), 24u);
-  ASSERT_EQ(s.segments().size(), 4u);
-  EXPECT_EQ(s.segments()[1].file_offset(), 1012u);
-  EXPECT_EQ(s.segments()[3].source(), "w.part1");
+  ASSERT_EQ(s.segments().size(), 2u);  // two rows from each source, strided
+  EXPECT_EQ(s.segments()[0].rows(), 2u);
+  EXPECT_EQ(s.segments()[0].stride(), 12u);
+  EXPECT_EQ(s.segments()[0].row_length(), 6u);
+  EXPECT_EQ(s.segments()[1].file_offset(), 1024u);
+  EXPECT_EQ(s.segments()[1].source(), "w.part1");
 }
 
 }  // namespace

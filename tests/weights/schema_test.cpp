@@ -12,6 +12,7 @@
 
 #include "test_support.hpp"
 #include "weights/checkpoints/checkpoint.hpp"
+#include "weights/schema/component_selection.hpp"
 #include "weights/schema/schema.hpp"
 
 #ifndef ROOTSPAN_SOURCE_ROOT
@@ -415,6 +416,27 @@ TEST(DefaultSchema, NamesThatAreNotValidIdsGetGeneratedOnes) {
   EXPECT_EQ(schema.components[0].sources[0], "a weight");
   EXPECT_EQ(schema.components[0].id, "tensor.0.1");
   EXPECT_EQ(schema.components[2].id, "tensor.0");
+}
+
+TEST(DefaultSchema, ATensorNameOutsideTheIdRuleStillSelectsItsComponent) {
+  // --tensors and --split name a one-tensor component by its tensor's own name too.
+  TempDir dir;
+  const auto path =
+      dir.write("model.safetensors",
+                testing::safetensors_file({{"a weight", "F32", {1}}, {"caf\xc3\xa9", "F32", {1}}, {"b", "F32", {1}}}));
+  auto checkpoint = Checkpoint::open(path);
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
+  const ComponentSchema schema = default_schema(checkpoint.value());
+  const std::vector<std::string> patterns = {"a weight", "caf*"};
+  auto selected = select_components(schema, patterns);
+  ASSERT_TRUE(selected) << selected.error()->message();
+  ASSERT_EQ(selected.value().components.size(), 2u);
+  EXPECT_EQ(selected.value().components[0].sources[0], "a weight");
+  EXPECT_TRUE(pattern_names("tensor.*", selected.value().components[0]));  // and by the id it loads as
+  EXPECT_EQ(selected.value().components[1].sources[0], "caf\xc3\xa9");
+  const std::vector<std::string> missing = {"a weigh"};
+  EXPECT_TRUE(testing::FailsWith(select_components(schema, missing), ROOTSPAN_ERR_NOT_FOUND,
+                                 {"matches no component id or tensor name"}));
 }
 
 }  // namespace

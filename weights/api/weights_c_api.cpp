@@ -24,8 +24,11 @@ struct rootspan_weights {
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
   std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
-  bool checked_digests = false;                                   // the load was asked to check digests
-  std::vector<rootspan::weights::Unverifiable> unverifiable;      // files it read that had none published
+  // The tensor names of one-tensor components whose id is not that name (a
+  // name outside the id rule, made "tensor.<n>"), so find() takes either.
+  std::unordered_map<std::string_view, std::size_t> index_of_source;
+  bool checked_digests = false;                               // the load was asked to check digests
+  std::vector<rootspan::weights::Unverifiable> unverifiable;  // files it read that had none published
 
   rootspan_weights(rootspan::Context *c, rootspan::weights::LoadResult r) : context(c), result(std::move(r)) {
     reindex();
@@ -33,7 +36,12 @@ struct rootspan_weights {
   // After result.components changed (a release that kept some roots).
   void reindex() {
     index_of_id.clear();
+    index_of_source.clear();
     for (std::size_t i = 0; i < result.components.size(); ++i) index_of_id.emplace(result.components[i].id, i);
+    for (std::size_t i = 0; i < result.components.size(); ++i) {
+      const auto &c = result.components[i];
+      if (c.segments == 1 && !rootspan::weights::is_component_id(c.source)) index_of_source.emplace(c.source, i);
+    }
   }
 };
 
@@ -332,20 +340,8 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.copy_on_write = o.copy_on_write != 0;
     load.populate = o.populate != 0;
     load.digests = std::move(digests.value().jobs);
-    // Bounds that keep a wrong value from asking for absurd pinned memory.
-    const auto within = [](const char *option, std::uint64_t value, std::uint64_t limit,
-                           const std::string &limit_text) -> Result<void> {
-      if (value <= limit) return BOOST_OUTCOME_V2_NAMESPACE::success();
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
-                                  std::string("options.") + option + " is " + std::to_string(value) + "; " + limit_text,
-                                  limit, value);
-    };
-    BOOST_OUTCOME_TRY(
-        within("staging_buffer_count", o.staging_buffer_count, 64, "at most 64 staging buffers are allowed"));
-    BOOST_OUTCOME_TRY(within("staging_buffer_bytes", o.staging_buffer_bytes, 1ull << 30,
-                             "a staging buffer may hold at most 1073741824 bytes (1 GiB)"));
-    if (o.staging_buffer_count != 0) load.staging_buffers = o.staging_buffer_count;
-    if (o.staging_buffer_bytes != 0) load.staging_bytes = o.staging_buffer_bytes;
+    // 0 is the default; the ring checks the bounds (checked_staging_shape).
+    load.staging = {o.staging_buffer_count, o.staging_buffer_bytes};
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
         const rootspan_load_progress progress{sizeof(rootspan_load_progress),
@@ -399,10 +395,14 @@ rootspan_status rootspan_weights_component(const rootspan_weights *weights, size
 
 rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index) {
   if (weights == nullptr || id == nullptr || index == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  const auto found = weights->index_of_id.find(std::string_view(id));
-  if (found == weights->index_of_id.end()) return ROOTSPAN_ERR_NOT_FOUND;
-  *index = found->second;
-  return ROOTSPAN_OK;
+  for (const auto *names : {&weights->index_of_id, &weights->index_of_source}) {
+    const auto found = names->find(std::string_view(id));
+    if (found != names->end()) {
+      *index = found->second;
+      return ROOTSPAN_OK;
+    }
+  }
+  return ROOTSPAN_ERR_NOT_FOUND;
 }
 
 const char *rootspan_role_name(rootspan_component_role role) {

@@ -1,17 +1,15 @@
 #include "weights/checkpoints/checkpoint.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <system_error>
 
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
+#include "weights/checkpoints/checkpoint_file.hpp"
 #include "weights/checkpoints/gguf_checkpoint.hpp"
 #include "weights/checkpoints/hf_cache.hpp"
 #include "weights/files/input_file.hpp"
-#include "weights/files/open_beneath.hpp"
-#include "weights/files/portable_path.hpp"
+#include "weights/formats/limits.hpp"
 
 namespace rootspan::weights {
 
@@ -37,15 +35,58 @@ bool is_regular(const fs::path &path) {
   return fs::is_regular_file(path, error);  // follows symbolic links
 }
 
+// How many of a folder's names an error lists before "and N more".
+constexpr std::size_t kNamesShown = 8;
+
+// Why a folder holds no checkpoint rootspan reads: what it does hold, and
+// what would do.
+std::string nothing_loadable(const fs::path &folder) {
+  std::vector<std::string> names, repositories;
+  bool pickles = false;
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    names.push_back(name);
+    if (name.starts_with("models--") && is_cache_repository(it->path())) repositories.push_back(name);
+    const std::string extension = it->path().extension().string();
+    pickles = pickles || extension == ".bin" || extension == ".pt" || extension == ".pth" || extension == ".ckpt";
+  }
+  std::sort(names.begin(), names.end());
+  std::sort(repositories.begin(), repositories.end());
+  const auto listed = [](const std::vector<std::string> &all) {
+    std::string out;
+    for (std::size_t i = 0; i < std::min(all.size(), kNamesShown); ++i) out += (i ? ", " : "") + quoted_text(all[i]);
+    if (all.size() > kNamesShown) out += " and " + std::to_string(all.size() - kNamesShown) + " more";
+    return out;
+  };
+  const std::string where = quoted_text(folder.string());
+  if (!repositories.empty()) {
+    return where + " is a Hugging Face cache folder holding " + std::to_string(repositories.size()) +
+           " repositories (" + listed(repositories) + "): pass one of them, a models--org--name folder";
+  }
+  std::string cause = where + ": no checkpoint rootspan reads: no " + std::string(kShardIndexName) +
+                      ", no *.safetensors file and no *.gguf file; " +
+                      (names.empty() ? std::string("the folder is empty")
+                                     : "it holds " + std::to_string(names.size()) + " entries: " + listed(names));
+  if (pickles)
+    cause +=
+        "; *.bin, *.pt, *.pth and *.ckpt files are PyTorch pickles, which rootspan does not read: "
+        "convert them to safetensors";
+  return cause;
+}
+
 }  // namespace
 
 Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<std::string> &revision) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  if (error || !fs::exists(status)) {
-    return make_error(
-        ROOTSPAN_ERR_IO, kOperation,
-        quoted_text(path.string()) + ": no such file or folder" + (error ? ": " + error.message() : std::string()));
+  if (!fs::exists(status)) {
+    // Said once: "no such file or folder", not again in the system's words.
+    return make_error(ROOTSPAN_ERR_IO, kOperation, quoted_text(path.string()) + ": no such file or folder");
+  }
+  if (error) {
+    return make_error(ROOTSPAN_ERR_IO, kOperation,
+                      quoted_text(path.string()) + ": cannot look at it: " + error.message());
   }
   const bool cache = fs::is_directory(status) && is_cache_repository(path);
   if (revision && !cache) {
@@ -59,25 +100,37 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
     // The user named the repository: its blobs/ are as trusted as its snapshot.
     const fs::path repository = fs::canonical(path, error);
     if (error) return cannot_resolve(path, error);
-    return open_folder(snapshot.value(), {repository});
+    return open_folder(snapshot.value(), std::span(&repository, 1));
   }
   if (fs::is_directory(status)) return open_folder(path, {});
-  if (is_gguf_source(path)) return open_gguf(path);
-  if (path.filename().string().ends_with(kIndexSuffix)) {
-    return open_sharded(path.has_parent_path() ? path.parent_path() : fs::path("."), path, {});
-  }
-  return open_single(path);
+  // A file named by the user is opened beneath its own folder too: a link
+  // there leading elsewhere is refused, as it would be in a folder.
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  auto trusted = trusted_folders_of(folder, {});
+  if (!trusted) return trusted.error();
+  const std::string name = path.filename().string();
+  auto input = open_checkpoint_file(folder, name, trusted.value(), path.string());
+  if (!input) return input.error();
+  return open_file(folder, name, std::move(trusted).value(), std::move(input).value());
 }
 
-Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs::path> trusted) {
-  if (is_gguf_source(path)) return open_gguf(path);
+Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const fs::path> named) {
+  auto trusted = trusted_folders_of(path, named);
+  if (!trusted) return trusted.error();
+  if (is_gguf_folder(path)) {
+    auto file = gguf_file_in(path);
+    if (!file) return file.error();
+    return open_gguf(path, file.value(), nullptr, std::move(trusted).value());
+  }
   std::error_code error;
   // A link to an index that is missing (a download cut short) is still the
   // index: opening it says so, rather than looking for other files.
   if (fs::exists(fs::symlink_status(path / kShardIndexName, error))) {
-    return open_sharded(path, path / kShardIndexName, std::move(trusted));
+    return open_file(path, std::string(kShardIndexName), std::move(trusted).value(), nullptr);
   }
-  if (is_regular(path / "model.safetensors")) return open_single(path / "model.safetensors");
+  if (is_regular(path / "model.safetensors")) {
+    return open_file(path, "model.safetensors", std::move(trusted).value(), nullptr);
+  }
 
   std::vector<fs::path> candidates;
   for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
@@ -87,11 +140,10 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs:
     return make_error(ROOTSPAN_ERR_IO, kOperation,
                       quoted_text(path.string()) + ": cannot list the folder: " + error.message());
   }
-  if (candidates.size() == 1) return open_single(candidates.front());
-  if (candidates.empty()) {
-    return invalid(quoted_text(path.string()) + ": folder has no " + std::string(kShardIndexName) +
-                   ", no model.safetensors and no other *.safetensors file");
+  if (candidates.size() == 1) {
+    return open_file(path, candidates.front().filename().string(), std::move(trusted).value(), nullptr);
   }
+  if (candidates.empty()) return invalid(nothing_loadable(path));
   std::sort(candidates.begin(), candidates.end());
   std::string names;
   for (const auto &candidate : candidates)
@@ -103,82 +155,44 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::vector<fs:
                     1, candidates.size());
 }
 
-Result<Checkpoint> Checkpoint::open_single(const fs::path &file) {
-  auto opened = InputFile::open(file, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
-  if (!opened) return opened.error();
-  auto input = std::make_shared<const InputFile>(std::move(opened).value());
+Result<Checkpoint> Checkpoint::open_file(const fs::path &folder, const std::string &name, std::vector<fs::path> trusted,
+                                         std::shared_ptr<const InputFile> input) {
+  if (!input) {
+    auto opened = open_checkpoint_file(folder, name, trusted, (folder / name).string());
+    if (!opened) return opened.error();
+    input = std::move(opened).value();
+  }
+  if (name.ends_with(kIndexSuffix)) return open_sharded(folder, name, *input, std::move(trusted));
+  if (is_gguf_file(name, *input)) return open_gguf(folder, name, std::move(input), std::move(trusted));
+  auto checkpoint = open_single(folder, name, std::move(input));
+  if (checkpoint) checkpoint.value().trusted_ = std::move(trusted);
+  return checkpoint;
+}
+
+Result<Checkpoint> Checkpoint::open_single(const fs::path &folder, const std::string &name,
+                                           std::shared_ptr<const InputFile> input) {
   auto safetensors = open_safetensors(*input);
   if (!safetensors) return safetensors.error();
   Checkpoint checkpoint;
-  checkpoint.folder_ = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  checkpoint.shards_.push_back(
-      Shard{file.filename().string(), file, std::move(safetensors).value(), nullptr, std::move(input)});
+  checkpoint.folder_ = folder;
+  checkpoint.shards_.push_back(Shard{name, folder / name, std::move(safetensors).value(), nullptr, std::move(input)});
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
   return checkpoint;
 }
 
-Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::path &index_path,
-                                            std::vector<fs::path> trusted) {
-  const std::string index_name = index_path.string();
-  // Opened once: the folder that really holds the index is read back from
-  // the same descriptor its text came from.
-  auto index_file = InputFile::open(index_path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
-  if (!index_file) return index_file.error();
-  auto text = read_whole_file(index_file.value(), kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
+Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::string &index_file_name,
+                                            const InputFile &index_file, std::vector<fs::path> trusted) {
+  const std::string index_name = (folder / index_file_name).string();
+  auto text = read_whole_file(index_file, kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
   if (!text) return text.error();
   auto index = parse_shard_index(text.value(), index_name);
   if (!index) return index.error();
-
-  // The folder named, and the folder that really holds the index: in a
-  // Hugging Face cache the index is a link into blobs/, where the shards'
-  // links lead too.
-  std::error_code error;
-  const fs::path named = fs::canonical(folder, error);
-  if (error) return cannot_resolve(folder, error);
-  const fs::path index_real = index_file.value().real_path();
-  const fs::path index_folder = index_real.parent_path();
-  if (!index_folder.is_absolute()) return cannot_resolve(index_path, std::make_error_code(std::errc::not_supported));
-  // The folder the index really lies in becomes trusted, so it must be one:
-  // the real path must lead back to the very file read (a memfd reads back
-  // as "/memfd:name (deleted)", a deleted file as "... (deleted)"), and never
-  // is "/" trusted.
-  struct stat opened {
-  }, again{};
-  if (::fstat(index_file.value().fd(), &opened) != 0 || ::stat(index_real.c_str(), &again) != 0 ||
-      opened.st_dev != again.st_dev || opened.st_ino != again.st_ino) {
-    return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
-                      quoted_text(index_name) + ": the index was read from " + quoted_text(index_real.string()) +
-                          ", which does not lead back to it (a deleted file, a memfd or a pipe): an index must be a "
-                          "file in a folder");
-  }
-  if (index_folder == index_folder.root_path()) {
-    return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
-                      quoted_text(index_name) + ": the index really lies in " + quoted_text(index_folder.string()) +
-                          ", and the root folder is never trusted to hold shards");
-  }
-  trusted.push_back(named);
-  trusted.push_back(index_folder);
-  // A folder inside another trusted one adds nothing (the snapshot inside a
-  // repository the user named); the error lists what is left.
-  std::vector<fs::path> outermost;
-  for (std::size_t i = 0; i < trusted.size(); ++i) {
-    bool covered = false;
-    for (std::size_t j = 0; j < trusted.size() && !covered; ++j) {
-      covered = lies_inside(trusted[i], trusted[j]) && (trusted[i] != trusted[j] || j < i);
-    }
-    if (!covered) outermost.push_back(trusted[i]);
-  }
-  trusted = std::move(outermost);
 
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
   checkpoint.trusted_ = trusted;
   for (const std::string &file : index.value().files) {
-    // The check by name gives the clear error; the open beneath the trusted
-    // folders is what makes a link swapped in since then unable to lead out.
-    auto resolved = resolve_inside(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
-    if (!resolved) return resolved.error();
-    auto input = open_beneath(folder, file, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, index_name);
+    auto input = open_checkpoint_file(folder, file, trusted, index_name);
     if (!input) {
       Diagnostic failed = input.error();
       if (!failed.cause.starts_with(quoted_text(index_name))) {
@@ -193,8 +207,8 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
       failed.cause = quoted_text(index_name) + ": shard " + quoted_text(file) + ": " + failed.cause;
       return failed;
     }
-    checkpoint.shards_.push_back(
-        Shard{file, resolved.value(), std::move(safetensors).value(), nullptr, std::move(input).value()});
+    const fs::path real = input.value()->real_path();
+    checkpoint.shards_.push_back(Shard{file, real, std::move(safetensors).value(), nullptr, std::move(input).value()});
   }
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
 
@@ -226,14 +240,23 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const fs::pa
   checkpoint.index_ = std::move(index).value();
   Sha256 index_digest;
   index_digest.update(std::as_bytes(std::span(text.value())));
-  checkpoint.index_file_ = IndexFile{index_path.filename().string(), index_file.value().real_path(),
-                                     index_digest.hex_digest(), text.value().size()};
+  checkpoint.index_file_ =
+      IndexFile{index_file_name, index_file.real_path(), index_digest.hex_digest(), text.value().size()};
   return checkpoint;
+}
+
+Result<void> check_tensor_count(std::size_t tensors, std::size_t shards, std::size_t limit) {
+  if (tensors <= limit) return BOOST_OUTCOME_V2_NAMESPACE::success();
+  return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,
+                    "the checkpoint's " + std::to_string(shards) + " files hold " + std::to_string(tensors) +
+                        " tensors in all, more than the " + std::to_string(limit) + " a checkpoint may hold",
+                    limit, tensors);
 }
 
 Result<void> Checkpoint::index_tensors() {
   std::size_t count = 0;
   for (const Shard &shard : shards_) count += shard.safetensors.header.tensors().size();
+  BOOST_OUTCOME_TRY(check_tensor_count(count, shards_.size(), kMaxTensorsPerCheckpoint));
   by_name_.reserve(count);
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     const auto &tensors = shards_[s].safetensors.header.tensors();

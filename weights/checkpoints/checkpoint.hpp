@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,6 +61,11 @@ struct TensorRef {
   std::uint64_t file_offset() const { return shard->data_offset() + tensor->begin; }
 };
 
+// Refuses a checkpoint whose shards hold more than `limit` tensors in all
+// (kMaxTensorsPerCheckpoint): ROOTSPAN_ERR_INVALID_CHECKPOINT, operation
+// "open_checkpoint", naming both counts.
+Result<void> check_tensor_count(std::size_t tensors, std::size_t shards, std::size_t limit);
+
 class Checkpoint {
  public:
   // `path` is one of
@@ -74,13 +80,12 @@ class Checkpoint {
   // `revision` applies to a cache repository only; anything else with a
   // revision is refused. A GGUF file, split or not, or a folder of one, opens
   // through open_gguf.
-  // Every file is opened once (non-blocking, checked to be a regular file)
-  // and its descriptor kept in its Shard; index-named shards are opened
-  // beneath the trusted folders' descriptors (checkpoint_file.hpp).
-  // Sharded rules: every shard name is portable, and its real path (every
-  // symbolic link followed) lies in a trusted folder: the checkpoint folder,
-  // the folder that really holds the index file (its links followed), and a
-  // cache repository the user named; every shard is a regular file; every
+  // Every file, the one named included, is opened once beneath the trusted
+  // folders (checkpoint_file.hpp: the checkpoint folder's real form, a cache
+  // repository's blobs/ or the repository the user named; never "/"), with
+  // no link leading out, checked to be a regular file, and its descriptor
+  // kept in its Shard.
+  // Sharded rules: every shard name is portable; every shard is a regular file; every
   // mapped tensor lies in the file the index names; every tensor of every
   // shard is in the index; no tensor name lies in two shards; total_size
   // only adds a note.
@@ -91,7 +96,7 @@ class Checkpoint {
 
   // The checkpoint folder: shard names are relative to it.
   const std::filesystem::path &folder() const { return folder_; }
-  // Canonical folders a shard's real path may lie in; empty unless sharded.
+  // Canonical folders every file of the checkpoint lies in (checkpoint_file.hpp).
   const std::vector<std::filesystem::path> &trusted_folders() const { return trusted_; }
   bool sharded() const { return index_.has_value(); }
   const std::optional<ShardIndex> &index() const { return index_; }
@@ -111,18 +116,29 @@ class Checkpoint {
 
  private:
   Checkpoint() = default;
-  static Result<Checkpoint> open_single(const std::filesystem::path &file);
-  // A folder's checkpoint: its index, model.safetensors, or its one
-  // *.safetensors file. `trusted` is passed on to open_sharded.
+  // A folder's checkpoint: its index, model.safetensors, its one
+  // *.safetensors file, or its GGUF file. `named` is a cache repository the
+  // user named, the folder being one of its snapshots (checkpoint_file.hpp).
   static Result<Checkpoint> open_folder(const std::filesystem::path &folder,
-                                        std::vector<std::filesystem::path> trusted);
-  // `index` names the shards relative to `folder`; `trusted` holds folders
-  // trusted beyond `folder` and the index's real folder (canonical).
-  static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::filesystem::path &index,
-                                         std::vector<std::filesystem::path> trusted);
-  // A GGUF file, a split GGUF (its first part, any part, or its folder), or
-  // a folder holding one GGUF file. Defined in gguf_checkpoint.cpp.
-  static Result<Checkpoint> open_gguf(const std::filesystem::path &path);
+                                        std::span<const std::filesystem::path> named);
+  // The checkpoint file `name` in `folder`, by what it is: an index, a GGUF
+  // file (by its name or its magic) or a safetensors file. `input` is the
+  // file already opened, or null to open it beneath `trusted`.
+  static Result<Checkpoint> open_file(const std::filesystem::path &folder, const std::string &name,
+                                      std::vector<std::filesystem::path> trusted,
+                                      std::shared_ptr<const InputFile> input);
+  static Result<Checkpoint> open_single(const std::filesystem::path &folder, const std::string &name,
+                                        std::shared_ptr<const InputFile> input);
+  // The index `index` (read from `input`) names the shards relative to
+  // `folder`; each opens beneath `trusted`.
+  static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::string &index,
+                                         const InputFile &input, std::vector<std::filesystem::path> trusted);
+  // A GGUF file `name` in `folder`, or a split GGUF named by any of its
+  // parts, each part opened beneath `trusted`; `input` is `name` opened.
+  // Defined in gguf_checkpoint.cpp.
+  static Result<Checkpoint> open_gguf(const std::filesystem::path &folder, const std::string &name,
+                                      std::shared_ptr<const InputFile> input,
+                                      std::vector<std::filesystem::path> trusted);
   // Builds by_name_; fails when a name lies in two shards.
   Result<void> index_tensors();
 

@@ -1,8 +1,5 @@
 #include "weights/checkpoints/gguf_checkpoint.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -10,6 +7,7 @@
 #include <utility>
 
 #include "core/text/quoting.hpp"
+#include "weights/checkpoints/checkpoint_file.hpp"
 #include "weights/formats/dtype.hpp"
 #include "weights/formats/shard_index.hpp"
 
@@ -31,16 +29,6 @@ Diagnostic invalid(const std::string &cause, std::uint64_t expected, std::uint64
 bool is_regular(const fs::path &path) {
   std::error_code error;
   return fs::is_regular_file(path, error);
-}
-
-bool starts_with_magic(const fs::path &path) {
-  // Four bytes with one pread: every checkpoint opened by file name is
-  // sniffed. Opened as every input is (non-blocking, a regular file only),
-  // so that a FIFO swapped in after the caller's stat cannot hang the open.
-  auto input = InputFile::open(path, kOperation);
-  if (!input) return false;
-  std::byte magic[4] = {};
-  return input.value().read_exact(magic, 0) && has_gguf_magic(magic);
 }
 
 // Regular *.gguf files of a folder, sorted; nullopt when it cannot be listed.
@@ -86,16 +74,13 @@ SafetensorsFile tensor_table(const GgufFile &gguf) {
   return SafetensorsFile{gguf.path, gguf.file_size, 0, SafetensorsHeader({}, std::move(tensors), total)};
 }
 
-Result<Shard> open_part(const fs::path &path) {
-  // Opened once: the header is read from this descriptor, and the load
-  // reads the same one.
-  auto file = InputFile::open(path, "open_checkpoint");
-  if (!file) return file.error();
-  auto input = std::make_shared<const InputFile>(std::move(file).value());
+// A part of the checkpoint, read from `input`, the one descriptor the load
+// reads too.
+Result<Shard> open_part(const fs::path &folder, const std::string &name, std::shared_ptr<const InputFile> input) {
   auto gguf = open_gguf(*input);
   if (!gguf) return gguf.error();
   auto shared = std::make_shared<const GgufFile>(std::move(gguf).value());
-  return Shard{path.filename().string(), path, tensor_table(*shared), shared, input};
+  return Shard{name, folder / name, tensor_table(*shared), shared, std::move(input)};
 }
 
 // An integer metadata value of a part, or an error naming the part and key.
@@ -114,43 +99,42 @@ Result<std::optional<std::uint64_t>> split_key(const Shard &part, std::string_vi
   return std::optional<std::uint64_t>(*number);
 }
 
-// Which file names the checkpoint: the path itself, or the GGUF file (or one
-// part of the split set) in a folder.
-Result<fs::path> gguf_file_of(const fs::path &path) {
+}  // namespace
+
+bool is_gguf_folder(const fs::path &path) {
   std::error_code error;
-  if (!fs::is_directory(path, error)) return path;
-  const auto files = gguf_files_in(path);
-  if (!files) return make_error(ROOTSPAN_ERR_IO, kOperation, quoted_text(path.string()) + ": cannot list the folder");
-  if (files->empty()) return invalid(quoted_text(path.string()) + ": folder has no *.gguf file");
-  if (files->size() == 1) return files->front();
+  if (fs::exists(path / kShardIndexName, error) || is_regular(path / "model.safetensors")) return false;
+  bool any_gguf = false;
+  for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".safetensors") return false;
+    any_gguf = any_gguf || (it->path().extension() == kExtension && is_regular(it->path()));
+  }
+  return any_gguf;
+}
+
+bool is_gguf_file(std::string_view name, const InputFile &input) {
+  if (name.ends_with(kExtension)) return true;
+  // Four bytes with one pread, from the descriptor the load reads.
+  std::byte magic[4] = {};
+  return input.read_exact(magic, 0) && has_gguf_magic(magic);
+}
+
+Result<std::string> gguf_file_in(const fs::path &folder) {
+  const auto files = gguf_files_in(folder);
+  if (!files) return make_error(ROOTSPAN_ERR_IO, kOperation, quoted_text(folder.string()) + ": cannot list the folder");
+  if (files->empty()) return invalid(quoted_text(folder.string()) + ": folder has no *.gguf file");
+  if (files->size() == 1) return files->front().filename().string();
   const auto first = parse_gguf_split_name(files->front().filename().string());
   bool one_set = first.has_value();
   for (const fs::path &file : *files) {
     const auto split = parse_gguf_split_name(file.filename().string());
     one_set = one_set && split && split->stem == first->stem && split->count == first->count;
   }
-  if (one_set) return files->front();
+  if (one_set) return files->front().filename().string();
   std::string names;
   for (const fs::path &file : *files) names += (names.empty() ? "" : ", ") + quoted_text(file.filename().string());
-  return invalid(quoted_text(path.string()) + ": folder has " + std::to_string(files->size()) + " *.gguf files (" +
+  return invalid(quoted_text(folder.string()) + ": folder has " + std::to_string(files->size()) + " *.gguf files (" +
                  names + ") that are not the parts of one split file; name the file to load");
-}
-
-}  // namespace
-
-bool is_gguf_source(const fs::path &path) {
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    if (fs::exists(path / kShardIndexName, error) || is_regular(path / "model.safetensors")) return false;
-    bool any_gguf = false;
-    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-      if (it->path().extension() == ".safetensors") return false;
-      any_gguf = any_gguf || (it->path().extension() == kExtension && is_regular(it->path()));
-    }
-    return any_gguf;
-  }
-  if (!is_regular(path)) return false;
-  return path.extension() == kExtension || starts_with_magic(path);
 }
 
 std::optional<GgufSplitName> parse_gguf_split_name(std::string_view name) {
@@ -176,16 +160,23 @@ const GgufTensor *gguf_tensor(const TensorRef &tensor) {
   return tensor.shard->gguf->find_tensor(tensor.tensor->name);
 }
 
-Result<Checkpoint> Checkpoint::open_gguf(const fs::path &path) {
-  auto located = gguf_file_of(path);
-  if (!located) return located.error();
-  const fs::path file = located.value();
+Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::string &name,
+                                         std::shared_ptr<const InputFile> input, std::vector<fs::path> trusted) {
+  const fs::path file = folder / name;
+  // Each part opened beneath the trusted folders, `name` only once.
+  const auto open_named = [&](const std::string &part_name) -> Result<Shard> {
+    if (part_name == name && input) return open_part(folder, part_name, input);
+    auto opened = open_checkpoint_file(folder, part_name, trusted, file.string());
+    if (!opened) return opened.error();
+    return open_part(folder, part_name, std::move(opened).value());
+  };
   Checkpoint checkpoint;
-  checkpoint.folder_ = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  checkpoint.folder_ = folder;
+  checkpoint.trusted_ = trusted;
 
-  const auto split = parse_gguf_split_name(file.filename().string());
+  const auto split = parse_gguf_split_name(name);
   if (!split) {
-    auto shard = open_part(file);
+    auto shard = open_named(name);
     if (!shard) return shard.error();
     auto count = split_key(shard.value(), "split.count", false);
     if (!count) return count.error();
@@ -203,15 +194,15 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &path) {
   // Every part, in order, each saying which part it is.
   std::uint64_t tensor_total = 0;
   for (std::uint32_t part = 1; part <= split->count; ++part) {
-    const std::string name = gguf_split_file_name(split->stem, part, split->count);
-    const fs::path part_path = checkpoint.folder_ / name;
+    const std::string part_name = gguf_split_file_name(split->stem, part, split->count);
+    const fs::path part_path = folder / part_name;
     if (!is_regular(part_path)) {
       return invalid(quoted_text(file.string()) + ": split part " + std::to_string(part) + " of " +
-                         std::to_string(split->count) + ", " + quoted_text(name) + ", is missing from " +
+                         std::to_string(split->count) + ", " + quoted_text(part_name) + ", is missing from " +
                          quoted_text(checkpoint.folder_.string()),
                      split->count, part - 1);
     }
-    auto shard = open_part(part_path);
+    auto shard = open_named(part_name);
     if (!shard) return shard.error();
     auto number = split_key(shard.value(), "split.no", true);
     if (!number) return number.error();

@@ -14,9 +14,14 @@
 
 namespace rootspan::weights {
 
-// True for a regular file named *.gguf or starting with the GGUF magic, and
-// for a folder that holds *.gguf files and no safetensors checkpoint.
-bool is_gguf_source(const std::filesystem::path &path);
+// True for a folder that holds *.gguf files and no safetensors checkpoint.
+bool is_gguf_folder(const std::filesystem::path &folder);
+// True for a file named *.gguf, or one whose first bytes, read from `input`,
+// are the GGUF magic.
+bool is_gguf_file(std::string_view name, const InputFile &input);
+// The GGUF file of `folder` to open: its one *.gguf file, or the first part
+// of the one split set it holds. Errors name the files found.
+Result<std::string> gguf_file_in(const std::filesystem::path &folder);
 
 // The parts of a split GGUF file name: "m-00002-of-00003.gguf" is part 2 of
 // 3 with stem "m". nullopt for any other name.

@@ -1,6 +1,7 @@
 #include "weights/checkpoints/hf_cache.hpp"
 
 #include <algorithm>
+#include <span>
 #include <system_error>
 #include <vector>
 
@@ -41,12 +42,21 @@ std::string broken_rule(std::string_view name) {
   return {};
 }
 
+// A folder itself, not a link to one.
+bool is_real_folder(const fs::path &path) {
+  std::error_code error;
+  return fs::is_directory(fs::symlink_status(path, error));
+}
+
 // The snapshot folders' names, sorted, quoted: "\"abc\", \"def\"" or "none".
+// Only real folders in a real snapshots/ count: a link there may lead to a
+// folder whose names are not the repository's to show.
 std::string snapshot_list(const fs::path &repository) {
   std::vector<std::string> names;
   std::error_code error;
+  if (!is_real_folder(repository / "snapshots")) return "none";
   for (fs::directory_iterator it(repository / "snapshots", error), end; !error && it != end; it.increment(error)) {
-    if (is_folder(it->path())) names.push_back(it->path().filename().string());
+    if (is_real_folder(it->path())) names.push_back(it->path().filename().string());
   }
   if (names.empty()) return "none";
   std::sort(names.begin(), names.end());
@@ -102,13 +112,13 @@ Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<
   std::error_code error;
   const bool from_ref = fs::exists(fs::symlink_status(ref, error)) && !error;
   if (from_ref) {
-    // Read beneath refs/ with no link leading out (a ref linked to a secret
-    // file must not be read), and its text used only once it is a commit
-    // hash: never echoed as it is.
-    const fs::path refs = repository / "refs";
-    const std::vector<fs::path> trusted = {fs::weakly_canonical(refs, error)};
-    auto input =
-        open_beneath(refs, wanted, trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, repo + ": refs/" + wanted);
+    // Read beneath the repository with no link leading out (a ref, or refs/
+    // itself, linked to a secret file must not be read), and its text used
+    // only once it is a commit hash: never echoed as it is.
+    const fs::path real_repository = fs::canonical(repository, error);
+    if (error) return invalid(repo + ": cannot resolve the repository folder: " + error.message());
+    auto input = open_beneath(repository, "refs/" + wanted, std::span(&real_repository, 1),
+                              ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, repo + ": refs/" + wanted);
     if (!input) return input.error();
     auto text = read_whole_file(*input.value(), kMaxRefBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
     if (!text) return text.error();
@@ -131,6 +141,9 @@ Result<fs::path> cache_snapshot(const fs::path &repository, const std::optional<
   }
 
   const fs::path snapshot = repository / "snapshots" / commit;
+  if (!is_real_folder(repository / "snapshots")) {
+    return invalid(repo + ": snapshots/ is not a folder of the repository (a symbolic link, or missing)");
+  }
   if (!is_folder(snapshot)) {
     const std::string named_by = from_ref ? "refs/" + wanted + " names commit " + quoted_text(commit) + ", but there is"
                                           : "revision " + quoted_text(wanted) + " names no ref in refs/ and there is";

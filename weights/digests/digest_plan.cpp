@@ -23,7 +23,8 @@ const Shard *shard_at(const Checkpoint &checkpoint, const std::filesystem::path 
 }
 
 DigestJob whole_file(const Shard &shard, std::string source, std::string expected) {
-  return {"file", shard.file, std::move(source), std::move(expected), {{shard.input, 0, shard.input->size()}}};
+  const StridedRange whole{0, shard.input->size(), 1, shard.input->size()};
+  return {"file", shard.file, std::move(source), std::move(expected), {{shard.input, whole}}};
 }
 
 // The shards the payloads read from, in checkpoint order.
@@ -44,7 +45,8 @@ DigestJob component_job(const Checkpoint &checkpoint, const ComponentPayload &pa
   for (const Segment &segment : payload.segments()) {
     const Shard *shard = shard_at(checkpoint, segment.path());
     if (shard != nullptr && segment.length() != 0) {
-      job.ranges.push_back({shard->input, segment.file_offset(), segment.length()});
+      job.ranges.push_back(
+          {shard->input, {segment.file_offset(), segment.row_length(), segment.rows(), segment.stride()}});
     }
   }
   return job;

@@ -28,7 +28,7 @@ struct AlignedFree {
 
 std::uint64_t DigestJob::bytes() const {
   std::uint64_t n = 0;
-  for (const FileRange &r : ranges) n += r.length;
+  for (const FileRange &r : ranges) n += r.bytes.bytes();
   return n;
 }
 
@@ -52,14 +52,13 @@ ParallelHasher::~ParallelHasher() {
 Result<std::string> ParallelHasher::hash(const DigestJob &job, std::byte *buffer) {
   Sha256 sha;
   for (const FileRange &range : job.ranges) {
-    for (std::uint64_t done = 0; done < range.length;) {
-      if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
-      const std::size_t n = static_cast<std::size_t>(std::min(kChunk, range.length - done));
-      BOOST_OUTCOME_TRY(range.file->read_exact({buffer, n}, range.offset + done));
-      sha.update({buffer, n});
-      done += n;
-      done_.fetch_add(n, std::memory_order_relaxed);
-    }
+    BOOST_OUTCOME_TRY(
+        read_strided(*range.file, range.bytes, {buffer, kChunk}, [&](std::span<const std::byte> bytes) -> Result<void> {
+          if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
+          sha.update(bytes);
+          done_.fetch_add(bytes.size(), std::memory_order_relaxed);
+          return BOOST_OUTCOME_V2_NAMESPACE::success();
+        }));
   }
   return sha.hex_digest();
 }

@@ -20,13 +20,14 @@
 
 #include "core/diagnostic.hpp"
 #include "weights/files/input_file.hpp"
+#include "weights/files/strided_read.hpp"
 
 namespace rootspan::weights {
 
+// Bytes of one file: a contiguous range, or strided rows (strided_read.hpp).
 struct FileRange {
   std::shared_ptr<const InputFile> file;
-  std::uint64_t offset = 0;
-  std::uint64_t length = 0;
+  StridedRange bytes;
 };
 
 // One digest to check: the SHA-256 of the concatenation of `ranges`

@@ -4,8 +4,9 @@
 // file. Mapping is nearly free and makes zero-copy host
 // roots possible; the cost is that a file truncated under the mapping turns a
 // read into SIGBUS, so the size is checked at open (against the size seen when
-// the header was validated, when given) and ReadFile is offered where the file
-// is not under the user's control.
+// the header was validated, when given), and the strategies that copy
+// (placement/read_strategy.hpp) serve files that are not under the user's
+// control.
 #pragma once
 
 #include <cstddef>

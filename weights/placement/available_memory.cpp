@@ -27,13 +27,19 @@ std::optional<std::uint64_t> available_memory() {
 }
 
 Result<void> check_copy_fits(const std::string &file, std::uint64_t bytes, std::uint64_t total, std::uint64_t available,
-                             std::string operation) {
+                             std::string_view strategy, std::string operation) {
   if (total <= available) return BOOST_OUTCOME_V2_NAMESPACE::success();
+  const bool mapped = strategy == "mmap";
   return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, std::move(operation),
-                    quoted_text(file) + ": --strategy read would copy " + std::to_string(total) +
-                        " bytes into memory (" + std::to_string(bytes) +
-                        " of them from this file, its tensors' apparent size), but only " + std::to_string(available) +
-                        " bytes are available (MemAvailable); load it with --strategy mmap, or free memory",
+                    quoted_text(file) + ": --strategy " + std::string(strategy) + " would copy " +
+                        std::to_string(total) + " bytes into memory" +
+                        (mapped ? " (the components packed from several tensors or strided, which cannot be mapped "
+                                  "in place; "
+                                : " (") +
+                        std::to_string(bytes) + " of them from this file, its tensors' apparent size), but only " +
+                        std::to_string(available) + " bytes are available (MemAvailable); " +
+                        (mapped ? "load fewer components (--tensors), or free memory"
+                                : "load it with --strategy mmap, or free memory"),
                     available, total);
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "core/diagnostic.hpp"
 
@@ -18,8 +20,9 @@ std::optional<std::uint64_t> available_memory();
 // memory when more than `available` bytes (as available_memory gave) would
 // be needed. `file` is the file that gives most of them (`bytes`, its
 // tensors' apparent size). Error: ROOTSPAN_ERR_OUT_OF_MEMORY, operation
-// `operation`, naming the file, the sizes and the memory available.
+// `operation`, naming the file, the sizes, the memory available and the
+// `strategy` that copies ("read", "direct", or "mmap" for packed components).
 Result<void> check_copy_fits(const std::string &file, std::uint64_t bytes, std::uint64_t total, std::uint64_t available,
-                             std::string operation);
+                             std::string_view strategy, std::string operation);
 
 }  // namespace rootspan::weights

@@ -1,6 +1,7 @@
 #include "weights/placement/materialize.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "weights/digests/parallel_hasher.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/mapped_file.hpp"
+#include "weights/files/strided_read.hpp"
 #include "weights/placement/available_memory.hpp"
 #include "weights/placement/staging_ring.hpp"
 #include "weights/placement/warm_mapping.hpp"
@@ -58,21 +60,50 @@ std::uint64_t address_alignment(const void *p) {
   return address == 0 ? 4096 : std::min<std::uint64_t>(lowest, 4096);
 }
 
-// One byte range of one segment on its way into a root.
+// A component mmap cannot map in place, so every strategy copies it: packed
+// from several tensors, or strided (one rank's columns).
+bool packed(const ComponentPayload &payload) {
+  const auto &segments = payload.segments();
+  return segments.size() > 1 || (segments.size() == 1 && !segments[0].contiguous());
+}
+
+// The file bytes of a segment as a strided range (rows == 1: contiguous).
+StridedRange file_range(const Segment &segment) {
+  return {segment.file_offset(), segment.row_length(), segment.rows(), segment.stride()};
+}
+
+// Bytes of one segment on their way into a root through one staging buffer:
+// a contiguous piece, or whole rows of a strided segment.
 struct Chunk {
   const Segment *segment;
-  std::uint64_t file_offset;
+  StridedRange bytes;
   std::uint64_t root_offset;
-  std::uint64_t length;
 };
 
+// A staging buffer's worth at a time: pieces of a contiguous segment (or of
+// a row longer than a buffer), or as many whole rows as fit in one.
 std::vector<Chunk> chunks_of(const ComponentPayload &payload, std::uint64_t chunk_bytes) {
   std::vector<Chunk> chunks;
   std::uint64_t root_offset = 0;
   for (const Segment &segment : payload.segments()) {
-    for (std::uint64_t done = 0; done < segment.length(); done += chunk_bytes) {
-      const std::uint64_t n = std::min(chunk_bytes, segment.length() - done);
-      chunks.push_back({&segment, segment.file_offset() + done, root_offset + done, n});
+    const StridedRange range = file_range(segment);
+    if (range.rows > 1 && range.row_length <= chunk_bytes) {
+      const std::uint64_t per_chunk = chunk_bytes / range.row_length;
+      for (std::uint64_t row = 0; row < range.rows; row += per_chunk) {
+        const std::uint64_t rows = std::min(per_chunk, range.rows - row);
+        chunks.push_back({&segment,
+                          {range.offset + row * range.stride, range.row_length, rows, range.stride},
+                          root_offset + row * range.row_length});
+      }
+    } else {
+      for (std::uint64_t row = 0; row < range.rows; ++row) {
+        for (std::uint64_t done = 0; done < range.row_length; done += chunk_bytes) {
+          const std::uint64_t n = std::min(chunk_bytes, range.row_length - done);
+          chunks.push_back({&segment,
+                            {range.offset + row * range.stride + done, n, 1, n},
+                            root_offset + row * range.row_length + done});
+        }
+      }
     }
     root_offset += segment.length();
   }
@@ -240,7 +271,7 @@ class LoadRun {
   // component is one non-empty segment whose bytes are aligned for its type;
   // nullptr when it must be copied instead.
   Result<Root *> try_zero_copy(ComponentPayload &payload) {
-    if (payload.segments().size() != 1 || payload.total_bytes() == 0) return nullptr;
+    if (packed(payload) || payload.total_bytes() == 0) return nullptr;
     const Segment &segment = payload.segments().front();
     auto owner = mapped(segment);
     if (!owner) return error_in(payload, error_in(segment, owner.error()));
@@ -316,11 +347,34 @@ class LoadRun {
     for (const Segment &segment : payload.segments()) {
       auto in = file(segment.path());
       if (!in) return error_in(segment, in.error());
-      BOOST_OUTCOME_TRY(in_parallel->submit(
-          {in.value(), segment.file_offset(), base + root_offset, segment.length(), read_label(payload, segment)}));
+      if (segment.contiguous()) {
+        BOOST_OUTCOME_TRY(in_parallel->submit(
+            {in.value(), segment.file_offset(), base + root_offset, segment.length(), read_label(payload, segment)}));
+      } else {
+        BOOST_OUTCOME_TRY(read_rows(*in.value(), file_range(segment), base + root_offset, payload, segment));
+      }
       root_offset += segment.length();
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // Strided rows (one rank's columns) are read here, a window of rows at a
+  // time through one buffer, and packed into `into`.
+  Result<void> read_rows(const InputFile &in, const StridedRange &range, std::byte *into,
+                         const ComponentPayload &payload, const Segment &segment) {
+    if (row_buffer_.empty()) row_buffer_.resize(std::max<std::uint64_t>(options_.read_request_bytes, 4096));
+    std::uint64_t at = 0;
+    auto read = read_strided(in, range, row_buffer_, [&](std::span<const std::byte> bytes) -> Result<void> {
+      std::memcpy(into + at, bytes.data(), bytes.size());
+      at += bytes.size();
+      return BOOST_OUTCOME_V2_NAMESPACE::success();
+    });
+    if (!read) {
+      Diagnostic failed = read.error();
+      failed.cause = read_label(payload, segment) + ": " + failed.cause;
+      return failed;
+    }
+    return advance(range.bytes());
   }
 
   // Host memory: the segments are read straight into the root, beside the
@@ -342,9 +396,7 @@ class LoadRun {
   Result<void> upload(const ComponentPayload &payload, Root &root) {
     if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
     if (!ring_) {
-      auto ring = StagingRing::create(context_, provider_->name(), options_.device,
-                                      std::max<std::size_t>(options_.staging_buffers, 1),
-                                      std::max<std::uint64_t>(options_.staging_bytes, 4096));
+      auto ring = StagingRing::create(context_, provider_->name(), options_.device, options_.staging);
       if (!ring) return ring.error();
       ring_ = std::move(ring).value();
     }
@@ -356,15 +408,20 @@ class LoadRun {
     for (const Chunk &chunk : chunks_of(payload, ring_->buffer_bytes())) {
       auto in = file(chunk.segment->path());
       if (!in) return error_in(*chunk.segment, in.error());
+      const std::uint64_t length = chunk.bytes.bytes();
       std::byte *staged = nullptr;
-      ROOTSPAN_ASSIGN_OR_RETURN(staged, ring_->reserve(chunk.length));
-      // A buffer's reads run in parallel; its copy starts once all are in.
-      BOOST_OUTCOME_TRY(in_parallel->submit(
-          {in.value(), chunk.file_offset, staged, chunk.length, read_label(payload, *chunk.segment)}));
-      BOOST_OUTCOME_TRY(in_parallel->drain());
-      auto copy = copy_from_host_async(*claim, chunk.root_offset, staged, chunk.length);
+      ROOTSPAN_ASSIGN_OR_RETURN(staged, ring_->reserve(length));
+      if (chunk.bytes.rows == 1) {
+        // A buffer's reads run in parallel; its copy starts once all are in.
+        BOOST_OUTCOME_TRY(
+            in_parallel->submit({in.value(), chunk.bytes.offset, staged, length, read_label(payload, *chunk.segment)}));
+        BOOST_OUTCOME_TRY(in_parallel->drain());
+      } else {
+        BOOST_OUTCOME_TRY(read_rows(*in.value(), chunk.bytes, staged, payload, *chunk.segment));
+      }
+      auto copy = copy_from_host_async(*claim, chunk.root_offset, staged, length);
       if (!copy) return copy.error();
-      ring_->commit(chunk.length, std::move(copy).value());
+      ring_->commit(length, std::move(copy).value());
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
@@ -405,6 +462,7 @@ class LoadRun {
   std::vector<Claim *> uploading_;                   // claims of roots with copies maybe in flight
   std::unique_ptr<ParallelReader> reader_;           // made by the first copy, once per load
   std::vector<std::unique_ptr<HeldClaim>> reading_;  // roots with reads maybe in flight
+  std::vector<std::byte> row_buffer_;                // windows of strided rows, made by the first strided read
   std::optional<ParallelReadStats> read_stats_;
   std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
 };
@@ -427,30 +485,39 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   for (const ComponentPayload &payload : schema.payloads) result.total_bytes += payload.total_bytes();
 
   const bool host = provider.value()->kind() == "host";
-  // Only auto and the copying strategies weigh the memory available.
+  // What the load copies into host memory under mmap: the components that
+  // cannot be mapped in place (packed from several tensors, or strided).
+  std::uint64_t packed_bytes = 0;
+  for (const ComponentPayload &payload : schema.payloads) {
+    if (packed(payload)) packed_bytes += payload.total_bytes();
+  }
+  // Only auto, the copying strategies and packed copies weigh the memory available.
   const std::optional<std::uint64_t> available =
-      options.strategy == Strategy::kMmap ? std::nullopt : available_memory();
+      options.strategy == Strategy::kMmap && (packed_bytes == 0 || !host) ? std::nullopt : available_memory();
   const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available);
   result.requested_strategy = options.strategy;
   result.strategy = choice.strategy;
   result.strategy_reason = choice.reason;
   LoadOptions chosen = options;
   chosen.strategy = choice.strategy;
+  ROOTSPAN_ASSIGN_OR_RETURN(chosen.staging, checked_staging_shape(options.staging));
 
   // A copy into host memory allocates every byte the files claim, whatever
-  // blocks they really hold: refuse one that cannot fit before it starts.
-  if (chosen.strategy != Strategy::kMmap && host) {
-    if (available) {
-      std::map<std::filesystem::path, std::uint64_t> per_file;
-      for (const ComponentPayload &payload : schema.payloads) {
-        for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
-      }
-      const auto largest = std::max_element(per_file.begin(), per_file.end(),
-                                            [](const auto &a, const auto &b) { return a.second < b.second; });
-      if (largest != per_file.end()) {
-        BOOST_OUTCOME_TRY(
-            check_copy_fits(largest->first.string(), largest->second, result.total_bytes, *available, kOperation));
-      }
+  // blocks they really hold: refuse one that cannot fit before it starts,
+  // whatever the strategy.
+  if (host && available) {
+    const bool mapped = chosen.strategy == Strategy::kMmap;
+    std::map<std::filesystem::path, std::uint64_t> per_file;
+    for (const ComponentPayload &payload : schema.payloads) {
+      if (mapped && !packed(payload)) continue;
+      for (const Segment &segment : payload.segments()) per_file[segment.path()] += segment.length();
+    }
+    const auto largest = std::max_element(per_file.begin(), per_file.end(),
+                                          [](const auto &a, const auto &b) { return a.second < b.second; });
+    if (largest != per_file.end()) {
+      BOOST_OUTCOME_TRY(check_copy_fits(largest->first.string(), largest->second,
+                                        mapped ? packed_bytes : result.total_bytes, *available,
+                                        strategy_name(chosen.strategy), kOperation));
     }
   }
 
@@ -460,6 +527,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   std::optional<ParallelHasher> hasher;
   if (!options.digests.empty()) hasher.emplace(options.digests);
   LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
+  result.components.reserve(schema.payloads.size());
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
     auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made

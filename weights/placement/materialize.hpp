@@ -21,6 +21,7 @@
 #include "weights/digests/parallel_hasher.hpp"
 #include "weights/files/parallel_reader.hpp"
 #include "weights/placement/read_strategy.hpp"
+#include "weights/placement/staging_ring.hpp"
 #include "weights/schema/resolve.hpp"
 
 namespace rootspan::weights {
@@ -51,13 +52,9 @@ struct LoadOptions {
   std::uint64_t read_request_bytes = 4ull << 20;
   std::uint64_t max_bytes_in_flight = 64ull << 20;
   ProgressCallback progress;
-  // The staging ring, for providers without host access. 4 x 16 MiB: 16 MiB
-  // copies run at a link's full rate (small copies pay a fixed cost each), and
-  // four buffers let one be filled while up to three are being copied, so a
-  // slow read does not stall the copy engine; 64 MiB of pinned memory per
-  // load is cheap beside the weights it uploads.
-  std::size_t staging_buffers = 4;            // at least 1 is used
-  std::uint64_t staging_bytes = 16ull << 20;  // per buffer; at least 4096 is used
+  // The staging ring, for providers without host access (its defaults and
+  // bounds: StagingShape).
+  StagingShape staging;
   // Verified loads: digests hashed while the load reads (weights/digests/);
   // a mismatch fails the load before any root reaches the caller.
   std::vector<DigestJob> digests;

@@ -1,5 +1,7 @@
 #include "weights/placement/staging_ring.hpp"
 
+#include <algorithm>
+
 #include "core/claim_ops.hpp"
 #include "core/mapping.hpp"
 
@@ -16,10 +18,29 @@ constexpr std::uint64_t kPackAlignment = 256;
 
 }  // namespace
 
+Result<StagingShape> checked_staging_shape(StagingShape shape) {
+  const auto beyond = [](const char *option, std::uint64_t value, std::uint64_t limit, const std::string &what) {
+    return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+                      std::string("options.") + option + " is " + std::to_string(value) + "; " + what, limit, value);
+  };
+  if (shape.buffers > StagingShape::kMaxBuffers) {
+    return beyond("staging_buffer_count", shape.buffers, StagingShape::kMaxBuffers,
+                  "at most " + std::to_string(StagingShape::kMaxBuffers) + " staging buffers are allowed");
+  }
+  if (shape.bytes > StagingShape::kMaxBytes) {
+    return beyond("staging_buffer_bytes", shape.bytes, StagingShape::kMaxBytes,
+                  "a staging buffer may hold at most " + std::to_string(StagingShape::kMaxBytes) + " bytes (1 GiB)");
+  }
+  if (shape.buffers == 0) shape.buffers = StagingShape::kDefaultBuffers;
+  if (shape.bytes == 0) shape.bytes = StagingShape::kDefaultBytes;
+  shape.bytes = std::max(shape.bytes, StagingShape::kMinBytes);
+  return shape;
+}
+
 Result<std::unique_ptr<StagingRing>> StagingRing::create(Context &context, const std::string &provider,
-                                                         std::uint32_t device, std::size_t count, std::uint64_t bytes) {
-  std::unique_ptr<StagingRing> ring(new StagingRing(context, bytes));
-  ring->buffers_.resize(count);
+                                                         std::uint32_t device, const StagingShape &shape) {
+  std::unique_ptr<StagingRing> ring(new StagingRing(context, shape.bytes));
+  ring->buffers_.resize(shape.buffers);
   ring->pinned_ = true;
   for (Buffer &buffer : ring->buffers_) {
     auto made = ring->allocate_pinned(provider, device, buffer);
@@ -36,10 +57,11 @@ Result<std::unique_ptr<StagingRing>> StagingRing::create(Context &context, const
     for (Buffer &buffer : ring->buffers_) {
       ring->release_pinned(buffer);
       try {
-        buffer.pageable.resize(bytes);
+        buffer.pageable.resize(shape.bytes);
       } catch (const std::bad_alloc &) {
         return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, "load_component",
-                          "cannot allocate a staging buffer of " + std::to_string(bytes) + " bytes", bytes, 0);
+                          "cannot allocate a staging buffer of " + std::to_string(shape.bytes) + " bytes", shape.bytes,
+                          0);
       }
       buffer.data = buffer.pageable.data();
     }

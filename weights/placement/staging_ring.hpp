@@ -27,12 +27,38 @@
 
 namespace rootspan::weights {
 
+// How many buffers a load's ring has and how big each is: the defaults, the
+// bounds and the floor in one place, whoever asks (the C API, C++ callers).
+struct StagingShape {
+  // 4 x 16 MiB: 16 MiB copies run at a link's full rate (small copies pay a
+  // fixed cost each), and four buffers let one be filled while up to three
+  // are being copied, so a slow read does not stall the copy engine; 64 MiB
+  // of pinned memory per load is cheap beside the weights it uploads.
+  static constexpr std::size_t kDefaultBuffers = 4;
+  static constexpr std::uint64_t kDefaultBytes = 16ull << 20;
+  // Bounds that keep a wrong value from asking for absurd pinned memory.
+  static constexpr std::size_t kMaxBuffers = 64;
+  static constexpr std::uint64_t kMaxBytes = 1ull << 30;
+  // A buffer smaller than a page gains nothing: a smaller one asked for gets this.
+  static constexpr std::uint64_t kMinBytes = 4096;
+
+  std::size_t buffers = kDefaultBuffers;  // 0: the default
+  std::uint64_t bytes = kDefaultBytes;    // per buffer; 0: the default
+};
+
+// `shape` as a ring is made: 0 taken as the default, a buffer below
+// kMinBytes raised to it. More buffers or bytes than the bounds fail with
+// ROOTSPAN_ERR_INVALID_ARGUMENT (operation "load_component"), naming the
+// option as the C API calls it (staging_buffer_count, staging_buffer_bytes),
+// the value and the bound.
+Result<StagingShape> checked_staging_shape(StagingShape shape);
+
 class StagingRing {
  public:
-  // `count` buffers of `bytes` each (both at least 1) for uploads to `device`
+  // The buffers of `shape` (checked_staging_shape) for uploads to `device`
   // of `provider`.
   static Result<std::unique_ptr<StagingRing>> create(Context &context, const std::string &provider,
-                                                     std::uint32_t device, std::size_t count, std::uint64_t bytes);
+                                                     std::uint32_t device, const StagingShape &shape);
   ~StagingRing();
   StagingRing(const StagingRing &) = delete;
   StagingRing &operator=(const StagingRing &) = delete;

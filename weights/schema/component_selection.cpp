@@ -14,8 +14,8 @@ namespace {
 // How many ids an error lists before "and N more".
 constexpr std::size_t kIdsShown = 8;
 
-bool matches(const std::string &pattern, const std::string &id) {
-  return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
+bool matches(const std::string &pattern, const std::string &name) {
+  return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
 
 std::string some_ids(const ComponentSchema &schema) {
@@ -28,19 +28,25 @@ std::string some_ids(const ComponentSchema &schema) {
 
 }  // namespace
 
+bool pattern_names(const std::string &pattern, const ComponentSpec &component) {
+  if (matches(pattern, component.id)) return true;
+  const auto &sources = component.sources;
+  return sources.size() == 1 && !is_component_id(sources[0]) && matches(pattern, sources[0]);
+}
+
 Result<ComponentSchema> select_components(ComponentSchema schema, std::span<const std::string> patterns) {
   if (patterns.empty()) return schema;
   std::vector<bool> used(patterns.size(), false);
   std::vector<bool> keep(schema.components.size(), false);
   for (std::size_t c = 0; c < schema.components.size(); ++c) {
     for (std::size_t p = 0; p < patterns.size(); ++p) {
-      if (matches(patterns[p], schema.components[c].id)) used[p] = keep[c] = true;
+      if (pattern_names(patterns[p], schema.components[c])) used[p] = keep[c] = true;
     }
   }
   for (std::size_t p = 0; p < patterns.size(); ++p) {
     if (!used[p]) {
       return make_error(ROOTSPAN_ERR_NOT_FOUND, "select_components",
-                        "tensor pattern " + quoted_text(patterns[p]) + " matches no component id; the " +
+                        "tensor pattern " + quoted_text(patterns[p]) + " matches no component id or tensor name; the " +
                             std::to_string(schema.components.size()) + " components include " + some_ids(schema));
     }
   }

@@ -1,6 +1,6 @@
 // Loading a subset of a checkpoint (`rootspan load --tensors PATTERN`, the
 // `tensors` of rootspan_load_options): shell-style patterns over component
-// ids pick the components to load; the rest are left out before anything is
+// ids (or tensor names outside the id rule) pick the components to load; the rest are left out before anything is
 // resolved, so they are neither loaded nor reported as skipped.
 #pragma once
 
@@ -12,7 +12,13 @@
 
 namespace rootspan::weights {
 
-// The components of `schema` whose id matches at least one of `patterns`,
+// Whether the fnmatch(3) glob `pattern` (as below) names `component`: by its
+// id, or, for a component that is one tensor whose name lies outside the id
+// rule (so that it loads as "tensor.<n>"), by that name ("a b"). The one
+// rule for --tensors and --split; rootspan_weights_find follows it too.
+bool pattern_names(const std::string &pattern, const ComponentSpec &component);
+
+// The components of `schema` that at least one of `patterns` names,
 // in schema order; every component when `patterns` is empty. Patterns are
 // fnmatch(3) globs without FNM_PATHNAME or FNM_PERIOD: '*' and '?' match any
 // character, '.' and '/' included ("model.layers.*" takes every layer), '[]'

@@ -90,6 +90,11 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(
                   std::to_string(i) + " is " + quoted_text(source_files[i]));
     }
     if (segment.length() == 0) return fail(segment.describe(i) + " is empty");
+    if (!segment.contiguous() && segment.stride() < segment.row_length()) {
+      return fail(segment.describe(i) + " has rows of " + std::to_string(segment.row_length()) + " bytes only " +
+                      std::to_string(segment.stride()) + " bytes apart: its rows would overlap",
+                  segment.row_length(), segment.stride());
+    }
     if (!segment.bytes().empty() && segment.bytes().size() != segment.length()) {
       return fail(segment.describe(i) + " has " + std::to_string(segment.bytes().size()) +
                       " host bytes for a length of " + std::to_string(segment.length()),
@@ -139,6 +144,7 @@ Result<void> ComponentPayload::retain_host_memory(
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     std::shared_ptr<const StableHostMemory> owner = owner_of(segments_[i]);
     if (!owner) return fail(segments_[i].describe(i) + " has no host memory owner for its file");
+    if (!segments_[i].contiguous()) return fail(segments_[i].describe(i) + " is strided: no one region holds it");
     auto region = RetainedRegion::make(std::move(owner), segments_[i].file_offset(), segments_[i].length());
     if (!region) {
       Diagnostic error = region.error();

@@ -55,8 +55,8 @@ class ComponentPayload {
   Result<void> retain(std::size_t index, RetainedRegion region);
 
   // Retains every segment's range from the stable host memory of its file
-  // (`owner_of` returns the owner for a segment's file: a MappedFile or a
-  // ReadFile of that shard). Fails when a range lies outside its owner (the
+  // (`owner_of` returns the owner for a segment's file: the MappedFile of
+  // that shard, or any StableHostMemory holding its bytes). Fails when a range lies outside its owner (the
   // file shrank) or an owner is missing.
   Result<void> retain_host_memory(
       const std::function<std::shared_ptr<const StableHostMemory>(const Segment &)> &owner_of);

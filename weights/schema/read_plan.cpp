@@ -1,12 +1,11 @@
 #include "weights/schema/read_plan.hpp"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <variant>
 
 #include "core/text/quoting.hpp"
+#include "weights/schema/component_selection.hpp"
 
 namespace rootspan::weights {
 
@@ -18,10 +17,6 @@ Diagnostic invalid(std::string cause) {
   return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation, std::move(cause));
 }
 
-bool matches(const std::string &pattern, const std::string &id) {
-  return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0;
-}
-
 std::uint64_t product(std::span<const std::uint64_t> dims) {
   std::uint64_t p = 1;
   for (std::uint64_t d : dims) p *= d;  // the payload's physical size already fit in 64 bits
@@ -29,38 +24,70 @@ std::uint64_t product(std::span<const std::uint64_t> dims) {
 }
 
 // A logical range of the component's bytes (the concatenation of its
-// segments) and where it lands in the destination.
+// segments) and where it lands in the destination: `rows` rows of `length`
+// bytes, `stride` apart, landing one after another.
 struct LogicalRange {
   std::uint64_t offset;
   std::uint64_t length;
   std::uint64_t destination;
+  std::uint64_t rows = 1;
+  std::uint64_t stride = 0;
 };
 
-// Cuts the logical ranges at segment boundaries into file reads, merging a
-// read into the previous one when both the file and the destination continue.
+// Cuts the logical ranges at segment boundaries into file reads: the rows of
+// a range that lie wholly in one segment become one strided read; a row
+// crossing a boundary is cut into plain reads. A plain read merges into the
+// previous one when both the file and the destination continue.
 std::vector<PlannedRead> file_reads(const ComponentPayload &payload, const std::vector<LogicalRange> &ranges) {
   std::vector<PlannedRead> reads;
   const auto &segments = payload.segments();
   std::size_t s = 0;
   std::uint64_t segment_start = 0;  // logical offset of segments[s]
-  for (const LogicalRange &range : ranges) {
-    std::uint64_t offset = range.offset, left = range.length, destination = range.destination;
+  const auto seek = [&](std::uint64_t offset) {
+    while (offset >= segment_start + segments[s].length()) segment_start += segments[s++].length();
+  };
+  const auto plain = [&](std::uint64_t offset, std::uint64_t left, std::uint64_t destination) {
     while (left != 0) {
-      while (offset >= segment_start + segments[s].length()) segment_start += segments[s++].length();
+      seek(offset);
       const Segment &segment = segments[s];
       const std::uint64_t within = offset - segment_start;
       const std::uint64_t n = std::min(left, segment.length() - within);
       const std::uint64_t file_offset = segment.file_offset() + within;
       PlannedRead *last = reads.empty() ? nullptr : &reads.back();
-      if (last != nullptr && last->path == segment.path() && last->source == segment.source() &&
+      if (last != nullptr && last->rows == 1 && last->path == segment.path() && last->source == segment.source() &&
           last->file_offset + last->length == file_offset && last->destination_offset + last->length == destination) {
         last->length += n;
+        last->stride = last->length;
       } else {
-        reads.push_back({segment.source(), segment.file(), segment.path(), file_offset, n, destination});
+        reads.push_back({segment.source(), segment.file(), segment.path(), file_offset, n, destination, 1, n});
       }
       offset += n;
       destination += n;
       left -= n;
+    }
+  };
+  for (const LogicalRange &range : ranges) {
+    if (range.rows == 1) {
+      plain(range.offset, range.length, range.destination);
+      continue;
+    }
+    for (std::uint64_t row = 0; row < range.rows;) {
+      const std::uint64_t start = range.offset + row * range.stride;
+      const std::uint64_t destination = range.destination + row * range.length;
+      seek(start);
+      const Segment &segment = segments[s];
+      const std::uint64_t end = segment_start + segment.length();
+      if (start + range.length > end) {  // this row crosses into the next segment
+        plain(start, range.length, destination);
+        ++row;
+        continue;
+      }
+      // Rows row .. row + fit - 1 end inside this segment.
+      const std::uint64_t fit = std::min(range.rows - row, (end - range.length - start) / range.stride + 1);
+      reads.push_back({segment.source(), segment.file(), segment.path(),
+                       segment.file_offset() + (start - segment_start), range.length, destination, fit, range.stride});
+      if (fit == 1) reads.back().stride = range.length;
+      row += fit;
     }
   }
   return reads;
@@ -74,7 +101,7 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
   plan.full_dimensions = component.dimensions;
   plan.dimensions = component.dimensions;
   for (std::size_t r = 0; r < spec.rules.size(); ++r) {
-    if (matches(spec.rules[r].pattern, component.id)) {
+    if (pattern_names(spec.rules[r].pattern, component)) {
       rule_used[r] = true;
       if (!plan.rule) plan.rule = r;
     }
@@ -130,19 +157,15 @@ Result<ComponentPlan> plan_component(const ComponentPayload &payload, const Shar
   }
   const std::uint64_t begin = share.begin / values_per_step, count = share.count / values_per_step;
   plan.dimensions[d] = count;
+  // One row per step of the axes before d, each n * inner bytes after the
+  // last; when the rank takes the whole axis, or there is one row, the rows
+  // join into one range.
   const std::uint64_t outer = product(std::span(dims).first(d));
-  std::vector<LogicalRange> ranges;
-  ranges.reserve(d == 0 ? 1 : outer);
-  for (std::uint64_t o = 0; o < outer; ++o) {
-    const LogicalRange range{o * n * inner + begin * inner, count * inner, o * count * inner};
-    if (!ranges.empty() && ranges.back().offset + ranges.back().length == range.offset) {
-      ranges.back().length += range.length;  // a whole-axis "split" stays one range
-    } else {
-      ranges.push_back(range);
-    }
-  }
+  const LogicalRange range = (outer == 1 || count == n)
+                                 ? LogicalRange{begin * inner, outer * count * inner, 0}
+                                 : LogicalRange{begin * inner, count * inner, 0, outer, n * inner};
   plan.bytes = outer * count * inner;
-  plan.reads = file_reads(payload, ranges);
+  plan.reads = file_reads(payload, {range});
   return plan;
 }
 
@@ -212,6 +235,8 @@ std::string read_plan_json(const ReadPlan &plan, const ShardSpec &spec) {
                        {"file", r.file},
                        {"file_offset", r.file_offset},
                        {"length", r.length},
+                       {"rows", r.rows},
+                       {"stride", r.stride},
                        {"destination_offset", r.destination_offset}});
     }
     components.push_back({{"id", c.id},
@@ -241,7 +266,7 @@ Result<std::vector<ComponentPayload>> sliced_payloads(std::span<const ComponentP
     for (const PlannedRead &r : c.reads) {
       slice.sources.push_back(r.source);
       files.push_back(r.file);
-      segments.emplace_back(r.source, r.file, r.path, r.file_offset, r.length);
+      segments.emplace_back(r.source, r.file, r.path, r.file_offset, r.length, r.rows, r.stride);
     }
     auto payload = ComponentPayload::from_ordered_segments(slice, slice.sources, std::move(files), c.dimensions,
                                                            payloads[i].element_type(), std::move(segments));

@@ -17,7 +17,8 @@
 
 namespace rootspan::weights {
 
-// Components whose id matches `pattern` (an fnmatch glob, as for --tensors)
+// Components `pattern` names (an fnmatch glob over ids and tensor names, as
+// for --tensors: pattern_names in component_selection.hpp)
 // are split along `dimension`, or replicated on every rank when it is
 // kReplicate. The first rule that matches a component wins; a component
 // matching no rule is replicated.
@@ -43,14 +44,21 @@ struct ShardSpec {
   SplitConvention convention = SplitConvention::kTensorSplit;
 };
 
-// One byte range of a shard file and its place in the destination.
+// Bytes of a shard file and their place in the destination: `rows` rows of
+// `length` bytes, the first at `file_offset`, each `stride` bytes after the
+// one before in the file, landing one after another from
+// `destination_offset`. A split along a later axis is one strided read per
+// source, not one read per row; rows == 1 is one contiguous range.
 struct PlannedRead {
   std::string source;          // the source tensor
   std::string file;            // shard name, relative to the checkpoint
   std::filesystem::path path;  // the shard file
   std::uint64_t file_offset = 0;
-  std::uint64_t length = 0;
+  std::uint64_t length = 0;  // of one row
   std::uint64_t destination_offset = 0;
+  std::uint64_t rows = 1;
+  std::uint64_t stride = 0;  // file bytes from one row's start to the next; length when rows == 1
+  std::uint64_t bytes() const { return rows * length; }
 };
 
 struct ComponentPlan {
@@ -99,7 +107,7 @@ Result<ReadPlan> plan_reads(std::span<const ComponentPayload> payloads, const Sh
 std::string read_plan_json(const ReadPlan &plan, const ShardSpec &spec);
 
 // Each planned component as a payload of its slice (one segment per planned
-// read, its dimensions the slice's), so the ordinary materializer loads
+// read, strided as the read is, its dimensions the slice's), so the ordinary materializer loads
 // exactly the planned bytes. `payloads` are those the plan was made from.
 Result<std::vector<ComponentPayload>> sliced_payloads(std::span<const ComponentPayload> payloads, const ReadPlan &plan);
 

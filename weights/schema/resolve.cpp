@@ -146,6 +146,9 @@ Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const 
 
 Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, const ComponentSchema &schema) {
   ResolvedSchema resolved;
+  // Reserved: a vector grown by doubling can hold twice what it needs, which
+  // for 2^20 components is hundreds of megabytes.
+  resolved.payloads.reserve(schema.components.size());
   for (const ComponentSpec &component : schema.components) {
     auto one = resolve_component(checkpoint, component);
     if (!one) return one.error();

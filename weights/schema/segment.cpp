@@ -12,7 +12,20 @@ Segment::Segment(std::string source, std::string file, std::filesystem::path pat
       file_(std::move(file)),
       path_(std::move(path)),
       file_offset_(file_offset),
-      length_(length) {}
+      length_(length),
+      row_length_(length),
+      stride_(length) {}
+
+Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+                 std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride)
+    : source_(std::move(source)),
+      file_(std::move(file)),
+      path_(std::move(path)),
+      file_offset_(file_offset),
+      length_(row_length * rows),  // one rank's slice of a tensor that fit in 64 bits
+      rows_(rows),
+      row_length_(row_length),
+      stride_(stride) {}
 
 std::string Segment::describe(std::size_t position) const {
   return "segment " + std::to_string(position) + " (tensor " + quoted_text(source_) + " in " + quoted_text(file_) + ")";

@@ -1,5 +1,7 @@
 // Segment: one ordered piece of a weight component's bytes — the bytes of one
-// source tensor, as a range of its shard file (docs/weight-schema.md). A packed
+// source tensor, as a range of its shard file (docs/weight-schema.md), or as
+// `rows` equal rows `stride` bytes apart in it (one rank's columns of a
+// matrix split along its last axis), which land one after another. A packed
 // component is a list of them, never an aggregate copy. When a segment also
 // carries host bytes (from a mapping or a read buffer) and the region that
 // keeps them alive, the region must be those very bytes.
@@ -21,12 +23,22 @@ class Segment {
  public:
   Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
           std::uint64_t length);
+  // `rows` rows of `row_length` bytes, the first at `file_offset`, each
+  // `stride` bytes after the one before (stride >= row_length).
+  Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+          std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride);
 
   const std::string &source() const { return source_; }        // the source tensor's name
   const std::string &file() const { return file_; }            // shard name, relative to the checkpoint
   const std::filesystem::path &path() const { return path_; }  // the shard file to read
-  std::uint64_t file_offset() const { return file_offset_; }   // absolute offset in that file
-  std::uint64_t length() const { return length_; }
+  std::uint64_t file_offset() const { return file_offset_; }   // absolute offset in that file (of the first row)
+  std::uint64_t length() const { return length_; }             // the bytes it gives: rows × row_length
+  std::uint64_t rows() const { return rows_; }                 // 1 for one contiguous range
+  std::uint64_t row_length() const { return row_length_; }
+  std::uint64_t stride() const { return stride_; }  // file bytes from one row's start to the next
+  bool contiguous() const { return rows_ == 1; }
+  // One past the last file byte it reads.
+  std::uint64_t file_end() const { return file_offset_ + (rows_ - 1) * stride_ + row_length_; }
   // The host bytes the segment was validated with; empty while it is a file
   // range only.
   std::span<const std::byte> bytes() const { return bytes_; }
@@ -50,6 +62,9 @@ class Segment {
   std::filesystem::path path_;
   std::uint64_t file_offset_ = 0;
   std::uint64_t length_ = 0;
+  std::uint64_t rows_ = 1;
+  std::uint64_t row_length_ = 0;
+  std::uint64_t stride_ = 0;
   std::span<const std::byte> bytes_;
   std::optional<RetainedRegion> retained_;
 };

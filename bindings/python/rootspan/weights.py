@@ -293,24 +293,28 @@ class Weights(collections.abc.Mapping):
         return dict(self._skipped)
 
     def __getitem__(self, component_id):
-        handle = self._live("find_component")
         if not isinstance(component_id, str):
             raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
-        index = ctypes.c_size_t()
-        id_c = _abi.c_text(component_id, "component id")
-        status = self._context._state.lib.rootspan_weights_find(handle, id_c, ctypes.byref(index))
-        if status == _abi.ERR_NOT_FOUND:
+        index = self._find(component_id)
+        if index is None:
             hint = f" (skipped: {self._skipped[component_id]})" if component_id in self._skipped else ""
-            raise KeyError(f"no loaded component has the id {component_id!r}{hint}")
-        errors.check_plain(status, "find_component", f"rootspan_weights_find({component_id!r}) failed")
-        return self._components[index.value]
+            raise KeyError(f"no loaded component has the id or tensor name {component_id!r}{hint}")
+        return self._components[index]
 
     def __contains__(self, component_id):
-        return isinstance(component_id, str) and component_id in self._ids()
+        return isinstance(component_id, str) and "\0" not in component_id and self._find(component_id) is not None
 
-    def _ids(self):
-        self._live("components")
-        return {c.id for c in self._components}
+    def _find(self, name):
+        """The index of the component with this id, or of the one-tensor component whose
+        tensor has this name outside the id rule (loaded as "tensor.<n>"); None when none."""
+        handle = self._live("find_component")
+        index = ctypes.c_size_t()
+        name_c = _abi.c_text(name, "component id")
+        status = self._context._state.lib.rootspan_weights_find(handle, name_c, ctypes.byref(index))
+        if status == _abi.ERR_NOT_FOUND:
+            return None
+        errors.check_plain(status, "find_component", f"rootspan_weights_find({name!r}) failed")
+        return index.value
 
     def __iter__(self):
         self._live("components")

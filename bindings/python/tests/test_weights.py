@@ -123,11 +123,27 @@ class ExampleCheckpoint(Base):
             self.assertIn("norm", weights)
             with self.assertRaisesRegex(KeyError, "skipped: 1 of its 1 source tensors"):
                 weights["layers.0.attn.q.scales"]
-            with self.assertRaisesRegex(KeyError, "no loaded component has the id 'nope'"):
+            with self.assertRaisesRegex(KeyError, "no loaded component has the id or tensor name 'nope'"):
                 weights["nope"]
             with self.assertRaisesRegex(TypeError, "component ids are str, got int"):
                 weights[0]
             self.assertIsNone(weights.get("nope"))
+
+    def test_a_tensor_name_outside_the_id_rule_finds_its_component(self):
+        # "a b" loads as "tensor.<n>"; w["a b"], `in` and tensors= take its own name too.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.safetensors")
+            write_safetensors(path, {"a b": ("F32", (2,), struct.pack("<2f", 1.0, 2.0)),
+                                     "caf\u00e9": ("F32", (1,), struct.pack("<f", 3.0))})
+            with self.ctx.load(path) as weights:
+                component = weights["a b"]
+                self.assertTrue(component.id.startswith("tensor."), component.id)
+                self.assertEqual(component.source_name, "a b")
+                self.assertIs(weights[component.id], component)
+                self.assertIn("caf\u00e9", weights)
+                self.assertEqual(weights["caf\u00e9"].numpy().tolist(), [3.0])
+            with self.ctx.load(path, tensors=["a b"]) as subset:
+                self.assertEqual([c.source_name for c in subset.values()], ["a b"])
 
 
 class FileRegions(Base):
