@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "core/text/name_token.hpp"
+#include "core/text/quoting.hpp"
 
 namespace rootspan {
 
@@ -33,8 +34,6 @@ Diagnostic refuse(const ProviderExpectation &expected, const std::string &cause,
   return d;
 }
 
-std::string in_quotes(const std::string &s) { return "\"" + s + "\""; }
-
 std::string version(std::uint32_t major, std::uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
@@ -44,7 +43,7 @@ std::optional<Diagnostic> check_string(const ProviderExpectation &expected, cons
                                        const std::optional<std::string> &want, std::string &out) {
   if (value == nullptr) {
     return refuse(expected, std::string("table field ") + field + " is NULL (expected " +
-                                (want ? in_quotes(*want) : std::string("a name")) + ")");
+                                (want ? quoted_text(*want) : std::string("a name")) + ")");
   }
   std::size_t length = ::strnlen(value, kMaxNameLength + 1);
   if (length == 0 || length > kMaxNameLength) {
@@ -57,11 +56,11 @@ std::optional<Diagnostic> check_string(const ProviderExpectation &expected, cons
   out.assign(value, length);
   if (const std::string problem = name_token_problem(out); !problem.empty()) {
     return refuse(expected, std::string("table field ") + field + ": expected " + std::string(kNameTokenRule) +
-                                ", actual " + in_quotes(out) + " (" + problem + ")");
+                                ", actual " + quoted_text(out) + " (" + problem + ")");
   }
   if (want && out != *want) {
     return refuse(expected, std::string("provider ") + field + " differs from the manifest (expected " +
-                                in_quotes(*want) + ", actual " + in_quotes(out) + ")");
+                                quoted_text(*want) + ", actual " + quoted_text(out) + ")");
   }
   return std::nullopt;
 }

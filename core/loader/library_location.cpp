@@ -5,7 +5,7 @@
 // (library_search_dirs in plugin_file_check.cpp).
 #include "core/loader/library_location.hpp"
 
-#include "core/loader/manifest_quoting.hpp"
+#include "core/text/quoting.hpp"
 
 namespace rootspan {
 
@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 Result<LibraryLocation> resolve_library(std::string_view library, const fs::path &manifest) {
   auto refuse = [&](const std::string &why) {
     Diagnostic d =
-        make_error(ROOTSPAN_ERR_INVALID_MANIFEST, "load_manifest", "library " + in_quotes(library) + ": " + why);
+        make_error(ROOTSPAN_ERR_INVALID_MANIFEST, "load_manifest", "library " + quoted_text(library) + ": " + why);
     d.policy = "L2";
     return d;
   };
@@ -30,7 +30,7 @@ Result<LibraryLocation> resolve_library(std::string_view library, const fs::path
   // Relative with a '/': against the manifest's own directory, never the current one.
   fs::path base = manifest.parent_path();
   if (!base.is_absolute()) {
-    return refuse("relative path, but the manifest " + in_quotes(manifest.string()) +
+    return refuse("relative path, but the manifest " + quoted_text(manifest.string()) +
                   " has no absolute directory to resolve it against");
   }
   return LibraryLocation{(base / path).lexically_normal(), false};

@@ -16,9 +16,9 @@
 
 #include "core/loader/abi_negotiation.hpp"
 #include "core/loader/library_location.hpp"
-#include "core/loader/manifest_quoting.hpp"
 #include "core/loader/trusted_path.hpp"
 #include "core/text/name_token.hpp"
+#include "core/text/quoting.hpp"
 #include "core/text/strict_json.hpp"
 #include "rootspan/provider.h"
 
@@ -109,7 +109,7 @@ bool valid_sha256(const std::string &s) {
 std::string json_type(const json &j) {
   if (j.is_number_float()) return "number " + j.dump();
   if (j.is_number_integer()) return "integer " + j.dump();
-  if (j.is_string()) return "string " + in_quotes(j.get_ref<const std::string &>());
+  if (j.is_string()) return "string " + quoted_text(j.get_ref<const std::string &>());
   return j.type_name();
 }
 
@@ -143,7 +143,7 @@ class EntryReader {
           "name", "kind", "library", "abi", "enabled", "priority", "sha256", "options", "dependencies_sha256"};
       bool known = false;
       for (const char *k : kKnown) known = known || key == k;
-      if (!known) notes_.push_back(where() + ": unknown key " + in_quotes(key) + " ignored");
+      if (!known) notes_.push_back(where() + ": unknown key " + quoted_text(key) + " ignored");
     }
     return e;
   }
@@ -151,7 +151,7 @@ class EntryReader {
  private:
   std::string where() const {
     std::string s = origin_text(origin_) + ": entry " + std::to_string(index_);
-    if (!name_.empty()) s += " " + in_quotes(name_);
+    if (!name_.empty()) s += " " + quoted_text(name_);
     return s;
   }
 
@@ -178,21 +178,21 @@ class EntryReader {
 
   // Every entry error names its field, what was expected and what was found.
   bool type_error(const std::string &field, const char *expected, const json &actual) {
-    fail("L7", in_quotes(field) + ": expected " + expected + ", actual " + json_type(actual));
+    fail("L7", quoted_text(field) + ": expected " + expected + ", actual " + json_type(actual));
     return false;
   }
 
   bool token(const char *key, std::string &out) {
     auto it = j_.find(key);
     if (it == j_.end()) {
-      fail("L7", in_quotes(key) + ": missing (expected a string)");
+      fail("L7", quoted_text(key) + ": missing (expected a string)");
       return false;
     }
     if (!it->is_string()) return type_error(key, "a string", *it);
     out = it->get<std::string>();
     if (const std::string problem = name_token_problem(out); !problem.empty()) {
-      fail("L7", in_quotes(key) + ": expected " + std::string(kNameTokenRule) + ", actual " + in_quotes(out) + " (" +
-                     problem + ")");
+      fail("L7", quoted_text(key) + ": expected " + std::string(kNameTokenRule) + ", actual " + quoted_text(out) +
+                     " (" + problem + ")");
       return false;
     }
     return true;
@@ -219,7 +219,7 @@ class EntryReader {
   bool unsigned32(const json &object, const char *key, const std::string &field, std::uint32_t &out) {
     auto it = object.find(key);
     if (it == object.end()) {
-      fail("L7", in_quotes(field) + ": missing (expected an integer)");
+      fail("L7", quoted_text(field) + ": missing (expected an integer)");
       return false;
     }
     if (!it->is_number_integer()) return type_error(field, "an integer", *it);
@@ -272,7 +272,7 @@ class EntryReader {
     if (!it->is_string()) return type_error("sha256", "a string of 64 lowercase hex digits", *it);
     std::string digest = it->get<std::string>();
     if (!valid_sha256(digest)) {
-      fail("L7", "\"sha256\": expected 64 lowercase hex digits, actual " + in_quotes(digest) + " (" +
+      fail("L7", "\"sha256\": expected 64 lowercase hex digits, actual " + quoted_text(digest) + " (" +
                      std::to_string(digest.size()) + " characters)");
       if (digest.size() != 64) error_.values = std::make_pair(std::uint64_t{64}, std::uint64_t{digest.size()});
       return false;
@@ -289,13 +289,13 @@ class EntryReader {
       const std::string field = "dependencies_sha256." + soname;
       if (soname.empty() || soname.find('/') != std::string::npos || soname.find('\0') != std::string::npos) {
         fail("L7", "\"dependencies_sha256\": expected keys that are library file names (no '/'), actual " +
-                       in_quotes(soname));
+                       quoted_text(soname));
         return false;
       }
       if (!digest.is_string()) return type_error(field, "a string of 64 lowercase hex digits", digest);
       if (!valid_sha256(digest.get_ref<const std::string &>())) {
-        fail("L7", in_quotes(field) + ": expected 64 lowercase hex digits, actual " +
-                       in_quotes(digest.get_ref<const std::string &>()));
+        fail("L7", quoted_text(field) + ": expected 64 lowercase hex digits, actual " +
+                       quoted_text(digest.get_ref<const std::string &>()));
         return false;
       }
       e.dependencies_sha256.emplace(soname, digest.get<std::string>());
@@ -360,12 +360,12 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
   if (!parsed) {
     return file_error(ROOTSPAN_ERR_INVALID_MANIFEST, origin,
                       "\"file_format_version\": expected \"MAJOR.MINOR.PATCH\" (decimal, no leading zeros), actual " +
-                          in_quotes(version->get<std::string>()));
+                          quoted_text(version->get<std::string>()));
   }
   m.version = *parsed;
   if (m.version.major != kManifestFormatMajor) {
     return file_error(origin,
-                      "\"file_format_version\" " + in_quotes(m.version.text) + ": unknown major (expected " +
+                      "\"file_format_version\" " + quoted_text(m.version.text) + ": unknown major (expected " +
                           std::to_string(kManifestFormatMajor) + ", actual " + std::to_string(m.version.major) + ")",
                       kManifestFormatMajor, m.version.major);
   }
@@ -386,7 +386,7 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
   }
   for (const auto &[key, value] : doc.items()) {
     if (key != "file_format_version" && key != "providers") {
-      m.notes.push_back(origin_text(origin) + ": unknown top-level key " + in_quotes(key) + " ignored");
+      m.notes.push_back(origin_text(origin) + ": unknown top-level key " + quoted_text(key) + " ignored");
     }
   }
 
@@ -406,7 +406,7 @@ Result<Manifest> parse_json(std::string_view text, const fs::path &origin, const
 }  // namespace
 
 std::string ManifestEntry::describe() const {
-  return "manifest " + origin_text(manifest) + " entry " + std::to_string(index) + " " + in_quotes(name);
+  return "manifest " + origin_text(manifest) + " entry " + std::to_string(index) + " " + quoted_text(name);
 }
 
 namespace {

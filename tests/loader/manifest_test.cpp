@@ -299,6 +299,10 @@ TEST(ManifestL7, EachBadFieldNamesExpectedAndActual) {
       {R"("name": "auto", "kind": "k", "library": "./l.so", "abi": {"major": 1, "minor": 1})",
        "\"name\": expected 1-64 characters [A-Za-z0-9_.-] starting with a letter or digit, not \"auto\", actual "
        "\"auto\" (reserved: it asks the loader to choose a provider)"},
+      // Quoted by the one rule for untrusted text (core/text/quoting.hpp): a
+      // control character escaped, never passed into the message.
+      {R"("name": "a\nb", "kind": "k", "library": "./l.so", "abi": {"major": 1, "minor": 1})",
+       "actual \"a\\nb\" (character 1 is byte 0x0a)"},
       {R"("name": "x", "library": "./l.so", "abi": {"major": 1, "minor": 1})", "\"kind\": missing"},
       {R"("name": "x", "kind": "k", "abi": {"major": 1, "minor": 1})", "\"library\": missing"},
       {R"("name": "x", "kind": "k", "library": ["./l.so"], "abi": {"major": 1, "minor": 1})",
