@@ -47,7 +47,7 @@ class ProviderReport:
 
     @property
     def error_name(self):
-        return _abi.STATUS_NAMES[self.code] if 0 <= self.code < len(_abi.STATUS_NAMES) else "Unknown"
+        return errors.status_name(self.code)
 
 
 def _text(value):
@@ -280,7 +280,8 @@ class Context:
 
     def load(self, path, schema=None, provider="auto", device=0, strategy="auto", progress=None, *, rank=0,
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
-             read_only=False, split_convention="tensor_split", verify=False, digests=None, populate=False):
+             read_only=False, split_convention="tensor_split", verify=False, digests=None, populate=False,
+             source_digests=False):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -316,7 +317,9 @@ class Context:
         Hugging Face cache names each large blob by it); digests: a digest
         manifest (rootspan.inspect.hash_checkpoint, `rootspan hash`) to check
         against instead, implying verify. weights.digests says what was
-        checked; nothing to check against is NotFoundError.
+        checked; nothing to check against is NotFoundError. source_digests:
+        hash each component's bytes as the load reads them from the files
+        (component.source_sha256(), to compare with component.sha256()).
 
         read_only: with strategy "mmap", False (the default) maps the files
         copy-on-write, so that zero-copy components are writable: a write
@@ -326,7 +329,7 @@ class Context:
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
                     revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests,
-                    populate)
+                    populate, source_digests)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

@@ -54,9 +54,7 @@ class Error(Exception):
     @property
     def name(self):
         """The status code's name ("Busy"), as rootspan_status_name gives it."""
-        if self.code is not None and 0 <= self.code < len(_abi.STATUS_NAMES):
-            return _abi.STATUS_NAMES[self.code]
-        return "Unknown"
+        return status_name(self.code) if self.code is not None else "Unknown"
 
 
 # Some codes also derive from the Python exception a caller would catch for
@@ -78,6 +76,12 @@ del _code, _name, _cls
 __all__ = ["Error", "Span", "Requested", "error_class", "ERROR_CLASSES"] + [c.__name__ for c in ERROR_CLASSES.values()]
 
 
+def status_name(code):
+    """The library's name of a status code ("Busy"; "Unknown" for a code it does not know)."""
+    from . import _library
+    return _text(_library.get().rootspan_status_name(code))
+
+
 def error_class(code):
     """The exception class of a status code (Error for an unknown one)."""
     return ERROR_CLASSES.get(code, Error)
@@ -91,8 +95,7 @@ def from_handle(lib, status, handle):
     """The exception for a failed call; frees the library's error (handle may be NULL)."""
     cls = error_class(status)
     if not handle:
-        name = _abi.STATUS_NAMES[status] if 0 <= status < len(_abi.STATUS_NAMES) else f"status {status}"
-        return cls(f"{name} (the library gave no details)", code=status)
+        return cls(f"{_text(lib.rootspan_status_name(status))} (the library gave no details)", code=status)
     try:
         code = lib.rootspan_error_code(handle)
         requested = _abi.sized(_abi.Requested)
