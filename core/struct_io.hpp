@@ -15,65 +15,35 @@
 
 #include "core/diagnostic.hpp"
 #include "rootspan/rootspan.h"
-#include "rootspan/weights.h"
 
 namespace rootspan {
 
 // A struct's name, its newest size, and every size it was ever published at
-// (the end of each version's last field, oldest first).
+// (the end of each version's last field, oldest first), as its header lists
+// them beside its *_LAST_FIELD (ROOTSPAN_<NAME>_PUBLISHED_SIZES).
 template <class T>
 struct StructVersions;
 
-#define ROOTSPAN_STRUCT_VERSIONS(type, NAME, ...)                      \
-  template <>                                                          \
-  struct StructVersions<type> {                                        \
-    static constexpr const char *name = #type;                         \
-    static constexpr std::size_t size = ROOTSPAN_##NAME##_STRUCT_SIZE; \
-    static constexpr std::size_t published[] = {__VA_ARGS__};          \
+#define ROOTSPAN_STRUCT_VERSIONS(type, NAME)                                        \
+  template <>                                                                       \
+  struct StructVersions<type> {                                                     \
+    static constexpr const char *name = #type;                                      \
+    static constexpr std::size_t size = ROOTSPAN_##NAME##_STRUCT_SIZE;              \
+    static constexpr std::size_t published[] = {ROOTSPAN_##NAME##_PUBLISHED_SIZES}; \
   }
 
-// First published in 0.1.0 (provider ABI 1.1). A field appended later adds
-// its struct's new size to its list, as the provider report's note did.
-ROOTSPAN_STRUCT_VERSIONS(rootspan_requested, REQUESTED, ROOTSPAN_STRUCT_END(rootspan_requested, length));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_span, SPAN, ROOTSPAN_STRUCT_END(rootspan_span, alignment));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_context_options, CONTEXT_OPTIONS,
-                         ROOTSPAN_STRUCT_END(rootspan_context_options, discover_manifests));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_provider_report, PROVIDER_REPORT, ROOTSPAN_STRUCT_END(rootspan_provider_report, code),
-                         ROOTSPAN_STRUCT_END(rootspan_provider_report, note));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_root_info, ROOT_INFO, ROOTSPAN_STRUCT_END(rootspan_root_info, provider));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_allocate_options, ALLOCATE_OPTIONS,
-                         ROOTSPAN_STRUCT_END(rootspan_allocate_options, dtype));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_host_import, HOST_IMPORT, ROOTSPAN_STRUCT_END(rootspan_host_import, deleter_context));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_device_info, DEVICE_INFO,
-                         ROOTSPAN_STRUCT_END(rootspan_device_info, free_memory_bytes));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access_request, DEVICE_ACCESS_REQUEST,
-                         ROOTSPAN_STRUCT_END(rootspan_device_access_request, strides));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS,
-                         ROOTSPAN_STRUCT_END(rootspan_device_access, provider_token));
-// 0.2.0 appended to the load options the subset and revision fields, then
-// the tensor-parallel ones (a caller may know either group), and the
-// component's layout (read_only ... shape) to the component info, then the
-// staging ring's size to the load options; 0.3.0 copy_on_write to the load
-// options and source_name to the component info; 0.4.0 split_convention,
-// check_digests and digests_path to the load options, gguf_type to the
-// component info; 0.5.0 populate to the load options.
-ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS,
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path),
-                         ROOTSPAN_STRUCT_END(rootspan_load_options, populate));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO,
-                         ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy),
-                         ROOTSPAN_STRUCT_END(rootspan_component_info, shape),
-                         ROOTSPAN_STRUCT_END(rootspan_component_info, source_name),
-                         ROOTSPAN_STRUCT_END(rootspan_component_info, gguf_type));
-ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS,
-                         ROOTSPAN_STRUCT_END(rootspan_inspect_options, revision));
-
-#undef ROOTSPAN_STRUCT_VERSIONS
+// The core's structs; each layer above declares its own the same way (the
+// weights loader's in weights/api/weights_c_api.cpp).
+ROOTSPAN_STRUCT_VERSIONS(rootspan_requested, REQUESTED);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_span, SPAN);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_context_options, CONTEXT_OPTIONS);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_provider_report, PROVIDER_REPORT);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_root_info, ROOT_INFO);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_allocate_options, ALLOCATE_OPTIONS);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_host_import, HOST_IMPORT);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_info, DEVICE_INFO);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access_request, DEVICE_ACCESS_REQUEST);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_device_access, DEVICE_ACCESS);
 
 // The end of the published version a struct_size names, or 0 when it names
 // none. A caller of an older version may have set struct_size to the end of

@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,7 +15,6 @@
 #include "command.hpp"
 #include "load_progress.hpp"
 #include "rootspan/weights.h"
-#include "source_digest.hpp"
 #include "terminal_text.hpp"
 #include "text_table.hpp"
 
@@ -80,7 +78,7 @@ struct LoadedRow {
   rootspan_component_info info{};
   rootspan_key key{};
   std::optional<std::string> sha256;         // --verify: of provider memory; nullopt: unreadable
-  std::optional<std::string> source_sha256;  // --verify: of the file's bytes; nullopt: not in the read plan
+  std::optional<std::string> source_sha256;  // --verify: of the bytes the load read from the files
   // Its tensor's name lies outside the id rule, so it loaded as "tensor.<n>"
   // and rootspan_weights_find takes that name too (the library's one rule).
   bool named_by_source = false;
@@ -94,6 +92,9 @@ nlohmann::json component_json(const LoadedRow &row) {
   const rootspan_component_info &info = row.info;
   return {{"id", info.id},
           {"source", info.source_name},
+          {"file", info.source_file},
+          {"offset", info.source_offset},
+          {"contiguous", info.source_contiguous != 0},
           {"bytes", info.byte_length},
           {"segments", info.segments},
           {"zero_copy", info.zero_copy != 0},
@@ -234,6 +235,7 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   opts.device = load.device;
   opts.strategy = load.strategy;
   opts.populate = load.populate || load.verify ? 1 : 0;
+  opts.source_digests = load.verify ? 1 : 0;
   apply_checkpoint_args(load.checkpoint, opts);
   std::vector<rootspan_split_rule> split_rules;
   apply_slice_args(load.slice, split_rules, opts);
@@ -303,53 +305,36 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   }
 
   // --verify: provider memory read back through the provider, against the
-  // files read here, on descriptors of the program's own.
+  // digests of the bytes the load read from the files (source_digests: hashed
+  // by the library while it read, from the descriptors it opened, so the
+  // checkpoint is opened once).
   int exit_status = kDone;
   std::string mismatches;
   std::optional<double> verify_seconds;
   if (load.verify) {
-    // The files' digests are computed on a second thread while this one
-    // hashes provider memory: two SHA-256 streams on two cores.
-    SourceDigests sources;
-    std::string problem;
-    ErrorPtr source_error;
-    std::future<bool> sourced = std::async(
-        std::launch::async, [&] { return digest_sources(load.checkpoint.path, opts, sources, source_error, problem); });
-    std::vector<std::optional<std::string>> held(count);  // each component's digest, or nullopt: unreadable
-    bool interrupted = false;
-    for (std::size_t i = 0; i < count && !interrupted; ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       if (progress.interrupted()) {
-        interrupted = true;
-        break;
+        return print_program_error(options, kInterrupted, "Cancelled", "verify",
+                                   "--verify: interrupted (Ctrl-C); the components were released");
       }
-      char hex[65];
+      LoadedRow &c = components[i];
+      char source[65], held[65];
       rootspan_error *verify_error = nullptr;
-      if (rootspan_weights_component_sha256(weights.get(), i, hex, &verify_error) != ROOTSPAN_OK) {
+      if (rootspan_weights_source_sha256(weights.get(), i, source, &verify_error) != ROOTSPAN_OK) {
+        const ErrorPtr e(verify_error);
+        return print_error(options, e.get());
+      }
+      c.source_sha256 = source;
+      if (rootspan_weights_component_sha256(weights.get(), i, held, &verify_error) != ROOTSPAN_OK) {
         const ErrorPtr e(verify_error);
         exit_status = print_error(options, e.get());
         continue;
       }
-      held[i] = hex;
-    }
-    if (!sourced.get()) {
-      return source_error ? print_error(options, source_error.get())
-                          : print_program_error(options, kInvalidInput, "Io", "verify", problem);
-    }
-    if (interrupted || progress.interrupted()) {
-      return print_program_error(options, kInterrupted, "Cancelled", "verify",
-                                 "--verify: interrupted (Ctrl-C); the components were released");
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      LoadedRow &c = components[i];
-      const std::string id = c.info.id;
-      const auto source = sources.by_component.find(id);
-      if (source != sources.by_component.end()) c.source_sha256 = source->second;
-      if (!held[i]) continue;
-      c.sha256 = *held[i];
-      if (c.sha256 != c.source_sha256) {
-        mismatches += std::string(mismatches.empty() ? "" : "; ") + "component \"" + id +
-                      "\": provider memory has sha256 " + *held[i] + ", the file's bytes have sha256 " +
-                      c.source_sha256.value_or("(none: not in the read plan)");
+      c.sha256 = held;
+      if (*c.sha256 != *c.source_sha256) {
+        mismatches += std::string(mismatches.empty() ? "" : "; ") + "component \"" + c.info.id +
+                      "\": provider memory has sha256 " + *c.sha256 + ", the file's bytes have sha256 " +
+                      *c.source_sha256;
       }
     }
     verify_seconds = seconds_between(placed, Clock::now());

@@ -14,7 +14,9 @@
  * - Every struct starts with struct_size, set by whoever fills it to
  *   sizeof(struct) or to its ROOTSPAN_*_STRUCT_SIZE (the end of its last field
  *   in these headers); both are accepted, and nothing past it is read or
- *   written.
+ *   written. A struct grows only by appending fields; every size it was
+ *   published at is listed beside it (ROOTSPAN_*_PUBLISHED_SIZES), and a
+ *   caller built against an older header passes one of those, or its sizeof.
  * - Whoever allocates frees: errors, claims and mappings go back through the
  *   functions named on them.
  * - Threads: every function is safe from any thread. One claim or mapping
@@ -36,10 +38,10 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------- */
 
 #define ROOTSPAN_VERSION_MAJOR 0
-#define ROOTSPAN_VERSION_MINOR 5
+#define ROOTSPAN_VERSION_MINOR 6
 #define ROOTSPAN_VERSION_PATCH 0
 
-/* The library's version string, e.g. "0.5.0". Static storage. */
+/* The library's version string, e.g. "0.6.0". Static storage. */
 ROOTSPAN_API const char *rootspan_version(void);
 
 /* Static names of codes and element types ("Conflict", "F32"); never NULL. */
@@ -72,6 +74,8 @@ typedef struct rootspan_requested {
 #define ROOTSPAN_REQUESTED_LAST_FIELD length
 #define ROOTSPAN_REQUESTED_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_requested, ROOTSPAN_REQUESTED_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_requested, ROOTSPAN_REQUESTED_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_REQUESTED_PUBLISHED_SIZES ROOTSPAN_REQUESTED_STRUCT_SIZE
 
 /* A span: a range bound to one root, with its derived alignment. */
 typedef struct rootspan_span {
@@ -84,6 +88,8 @@ typedef struct rootspan_span {
 #define ROOTSPAN_SPAN_LAST_FIELD alignment
 #define ROOTSPAN_SPAN_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_span, ROOTSPAN_SPAN_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_span, ROOTSPAN_SPAN_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_SPAN_PUBLISHED_SIZES ROOTSPAN_SPAN_STRUCT_SIZE
 
 ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
 /* The operation's name: the C function that failed without its "rootspan_"
@@ -126,6 +132,8 @@ typedef struct rootspan_context_options {
 #define ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_context_options, ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_CONTEXT_OPTIONS_PUBLISHED_SIZES ROOTSPAN_CONTEXT_OPTIONS_STRUCT_SIZE
 
 /* options may be NULL: static providers only. */
 ROOTSPAN_API rootspan_status rootspan_context_create(const rootspan_context_options *options,
@@ -183,6 +191,10 @@ typedef struct rootspan_provider_report {
 #define ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0 up to code; note appended
+ * before 0.2.0. */
+#define ROOTSPAN_PROVIDER_REPORT_PUBLISHED_SIZES \
+  ROOTSPAN_STRUCT_END(rootspan_provider_report, code), ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE
 
 ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
@@ -237,6 +249,8 @@ typedef struct rootspan_root_info {
 #define ROOTSPAN_ROOT_INFO_LAST_FIELD provider
 #define ROOTSPAN_ROOT_INFO_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_root_info, ROOTSPAN_ROOT_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_root_info, ROOTSPAN_ROOT_INFO_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_ROOT_INFO_PUBLISHED_SIZES ROOTSPAN_ROOT_INFO_STRUCT_SIZE
 
 /* Allocates byte_length bytes from a provider and imports them as a root.
  * memory_kind is one of ROOTSPAN_MEMORY_* (0 = host). */
@@ -253,6 +267,8 @@ typedef struct rootspan_allocate_options {
 #define ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_ALLOCATE_OPTIONS_PUBLISHED_SIZES ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE
 
 ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
                                                     rootspan_root **root, rootspan_error **error);
@@ -273,6 +289,8 @@ typedef struct rootspan_host_import {
 #define ROOTSPAN_HOST_IMPORT_LAST_FIELD deleter_context
 #define ROOTSPAN_HOST_IMPORT_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_host_import, ROOTSPAN_HOST_IMPORT_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_HOST_IMPORT_PUBLISHED_SIZES ROOTSPAN_HOST_IMPORT_STRUCT_SIZE
 
 /* Makes a root of host memory the caller owns (import->memory), under the
  * provider named by import->provider, checked as an allocation is (identity

@@ -142,6 +142,8 @@ typedef struct rootspan_device_access_request {
 #define ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_device_access_request, ROOTSPAN_DEVICE_ACCESS_REQUEST_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_access_request, ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_DEVICE_ACCESS_REQUEST_PUBLISHED_SIZES ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE
 
 /* What a kernel launch needs, filled by the provider. */
 typedef struct rootspan_device_access {
@@ -155,6 +157,8 @@ typedef struct rootspan_device_access {
 #define ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_device_access, ROOTSPAN_DEVICE_ACCESS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_access, ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_DEVICE_ACCESS_PUBLISHED_SIZES ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE
 
 /* Memory kinds an allocation request may ask for. */
 typedef int32_t rootspan_memory_kind;
@@ -176,6 +180,8 @@ typedef struct rootspan_device_info {
 #define ROOTSPAN_DEVICE_INFO_LAST_FIELD free_memory_bytes
 #define ROOTSPAN_DEVICE_INFO_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_device_info, ROOTSPAN_DEVICE_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_device_info, ROOTSPAN_DEVICE_INFO_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_DEVICE_INFO_PUBLISHED_SIZES ROOTSPAN_DEVICE_INFO_STRUCT_SIZE
 
 #ifdef __cplusplus
 }

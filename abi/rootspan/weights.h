@@ -143,10 +143,28 @@ typedef struct rootspan_load_options {
    * otherwise faults in one readahead window at a time. 0: pages fault in
    * when first touched. */
   int32_t populate;
+  /* Fields below were added in 0.6.0. */
+  /* Non-zero hashes (SHA-256) each loaded component's source bytes, exactly
+   * the ranges its payload reads, in the component's byte order, from the
+   * descriptors this load opened and while it reads them; nothing is
+   * compared. rootspan_weights_source_sha256 gives each digest, to check
+   * against rootspan_weights_component_sha256 (provider memory) without
+   * opening the checkpoint a second time (`rootspan load --verify`). */
+  int32_t source_digests;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD populate
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD source_digests
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0 up to progress_context; 0.2.0
+ * up to revision (the subset), split_rule_count (tensor-parallel; a caller may know either group) and
+ * staging_buffer_count; 0.3.0 copy_on_write; 0.4.0 digests_path; 0.5.0 populate; 0.6.0 source_digests. */
+#define ROOTSPAN_LOAD_OPTIONS_PUBLISHED_SIZES                                                                         \
+  ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context), ROOTSPAN_STRUCT_END(rootspan_load_options, revision), \
+      ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),                                                   \
+      ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),                                               \
+      ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),                                                      \
+      ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path), ROOTSPAN_STRUCT_END(rootspan_load_options, populate), \
+      ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
 
 /* The components a load made. Owns their roots until rootspan_weights_free. */
 typedef struct rootspan_weights rootspan_weights;
@@ -259,11 +277,26 @@ typedef struct rootspan_component_info {
   int32_t gguf_type; /* out: the ggml type id (GGML_TYPE_*: 0 F32, 1 F16, 8 Q8_0, ...) of the GGUF tensor the
                         component is (or is a slice of), as an engine's GGUF loader wants it beside the raw
                         blocks; -1 when its source is not one GGUF tensor */
+  /* Added in 0.6.0: where the component's bytes lie in the checkpoint, for a
+   * caller that reads or checks them on its own (a GPU direct-storage read,
+   * an external checksum). */
+  const char *source_file;   /* out: the file of its first segment, relative to the checkpoint's folder (a
+                                shard's or split part's name); lives as long as the weights */
+  uint64_t source_offset;    /* out: the absolute offset in source_file of the component's first byte */
+  int32_t source_contiguous; /* out: non-zero when the component is exactly the byte_length bytes of source_file
+                                from source_offset (one segment, not a column slice of rows); 0 when its bytes
+                                come from several segments or strided rows */
 } rootspan_component_info;
-#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD gguf_type
+#define ROOTSPAN_COMPONENT_INFO_LAST_FIELD source_contiguous
 #define ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_info, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0 up to zero_copy; 0.2.0 up to
+ * shape; 0.3.0 source_name; 0.4.0 gguf_type; 0.6.0 source_contiguous. */
+#define ROOTSPAN_COMPONENT_INFO_PUBLISHED_SIZES                                                                 \
+  ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy), ROOTSPAN_STRUCT_END(rootspan_component_info, shape), \
+      ROOTSPAN_STRUCT_END(rootspan_component_info, source_name),                                                \
+      ROOTSPAN_STRUCT_END(rootspan_component_info, gguf_type), ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE
 
 /* The bytes the load read from the checkpoint's files for its components
  * (mapped zero-copy ranges included): with slicing, this rank's share. */
@@ -291,6 +324,15 @@ ROOTSPAN_API rootspan_status rootspan_weights_skipped(const rootspan_weights *we
  * through the provider: 64 lowercase hex digits and a NUL into hex[65]. */
 ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
                                                                rootspan_error **error);
+/* Added in 0.6.0. The SHA-256 of the bytes the load read from the checkpoint
+ * for a component (its payload's ranges, in the component's byte order),
+ * hashed while the load read them: 64 lowercase hex digits and a NUL into
+ * hex[65]. Equal to rootspan_weights_component_sha256 when provider memory
+ * holds what the files hold. Fails with ROOTSPAN_ERR_NOT_FOUND when the load
+ * was not asked for source_digests; ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs
+ * or an index past the component count. Operation "weights_source_sha256". */
+ROOTSPAN_API rootspan_status rootspan_weights_source_sha256(const rootspan_weights *weights, size_t index, char hex[65],
+                                                            rootspan_error **error);
 /* Releases the root of one component before the others, so that memory a
  * caller is done with goes back while it keeps the rest. Afterwards the
  * component's info reports root NULL; its id, layout and source stay
@@ -345,6 +387,8 @@ typedef struct rootspan_inspect_options {
 #define ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE \
   ROOTSPAN_STRUCT_END(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE);
+/* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
+#define ROOTSPAN_INSPECT_OPTIONS_PUBLISHED_SIZES ROOTSPAN_INSPECT_OPTIONS_STRUCT_SIZE
 
 /* rootspan_checkpoint_inspect with options (NULL: none). With schema_path,
  * every component is resolved against the checkpoint without loading

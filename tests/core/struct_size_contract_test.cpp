@@ -243,7 +243,7 @@ std::vector<Contract> StructSizeContract::contracts() {
        {END(rootspan_load_options, progress_context), END(rootspan_load_options, revision),
         END(rootspan_load_options, split_rule_count), END(rootspan_load_options, staging_buffer_count),
         END(rootspan_load_options, copy_on_write), END(rootspan_load_options, digests_path),
-        END(rootspan_load_options, populate)},
+        END(rootspan_load_options, populate), END(rootspan_load_options, source_digests)},
        alignof(rootspan_load_options),
        false,
        [](void *p) {
@@ -332,7 +332,8 @@ std::vector<Contract> StructSizeContract::contracts() {
        ROOTSPAN_ERR_UNSUPPORTED},
       {STRUCT(rootspan_component_info, COMPONENT_INFO),
        {END(rootspan_component_info, zero_copy), END(rootspan_component_info, shape),
-        END(rootspan_component_info, source_name), END(rootspan_component_info, gguf_type)},
+        END(rootspan_component_info, source_name), END(rootspan_component_info, gguf_type),
+        END(rootspan_component_info, source_contiguous)},
        alignof(rootspan_component_info),
        true,
        {},

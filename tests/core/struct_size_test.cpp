@@ -34,9 +34,45 @@ TEST_F(StructSize, PublishedSizesEndAtTheLastField) {
   EXPECT_EQ(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, offsetof(rootspan_allocate_options, dtype) + sizeof(rootspan_dtype));
   EXPECT_LT(ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE, sizeof(rootspan_allocate_options));  // padding left out
   EXPECT_EQ(ROOTSPAN_HOST_IMPORT_STRUCT_SIZE, sizeof(rootspan_host_import));
-  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, offsetof(rootspan_component_info, gguf_type) + sizeof(std::int32_t));
+  EXPECT_EQ(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE,
+            offsetof(rootspan_component_info, source_contiguous) + sizeof(std::int32_t));
   EXPECT_LT(ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, sizeof(rootspan_component_info));  // padding left out
 }
+
+// Every struct's list of published sizes (ROOTSPAN_<NAME>_PUBLISHED_SIZES,
+// beside its LAST_FIELD) grows oldest first and ends at its newest size: a
+// field appended without listing the new size fails here.
+template <std::size_t N>
+constexpr bool grows_to(const std::size_t (&sizes)[N], std::size_t newest) {
+  for (std::size_t i = 1; i < N; ++i) {
+    if (sizes[i] <= sizes[i - 1]) return false;
+  }
+  return sizes[N - 1] == newest;
+}
+#define ROOTSPAN_EXPECT_PUBLISHED(NAME)                                       \
+  do {                                                                        \
+    constexpr std::size_t published[] = {ROOTSPAN_##NAME##_PUBLISHED_SIZES};  \
+    EXPECT_TRUE(grows_to(published, ROOTSPAN_##NAME##_STRUCT_SIZE)) << #NAME; \
+  } while (false)
+
+TEST_F(StructSize, EachPublishedSizeListEndsAtTheNewestSize) {
+  ROOTSPAN_EXPECT_PUBLISHED(REQUESTED);
+  ROOTSPAN_EXPECT_PUBLISHED(SPAN);
+  ROOTSPAN_EXPECT_PUBLISHED(CONTEXT_OPTIONS);
+  ROOTSPAN_EXPECT_PUBLISHED(PROVIDER_REPORT);
+  ROOTSPAN_EXPECT_PUBLISHED(ROOT_INFO);
+  ROOTSPAN_EXPECT_PUBLISHED(ALLOCATE_OPTIONS);
+  ROOTSPAN_EXPECT_PUBLISHED(HOST_IMPORT);
+  ROOTSPAN_EXPECT_PUBLISHED(DEVICE_INFO);
+  ROOTSPAN_EXPECT_PUBLISHED(DEVICE_ACCESS_REQUEST);
+  ROOTSPAN_EXPECT_PUBLISHED(DEVICE_ACCESS);
+  ROOTSPAN_EXPECT_PUBLISHED(LOAD_OPTIONS);
+  ROOTSPAN_EXPECT_PUBLISHED(COMPONENT_INFO);
+  ROOTSPAN_EXPECT_PUBLISHED(INSPECT_OPTIONS);
+  constexpr std::size_t load[] = {ROOTSPAN_LOAD_OPTIONS_PUBLISHED_SIZES};
+  EXPECT_EQ(std::size(load), 8u) << "0.1.0, three 0.2.0 groups, 0.3.0, 0.4.0, 0.5.0, 0.6.0";
+}
+#undef ROOTSPAN_EXPECT_PUBLISHED
 
 TEST_F(StructSize, AllocateOptionsEndingInsideTheProviderPointerAreRefused) {
   rootspan_allocate_options o = rstest::allocate_options("host", 64);

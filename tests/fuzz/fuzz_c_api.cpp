@@ -278,6 +278,7 @@ struct AccessRec {
 struct WeightsRec {
   rootspan_weights *handle;
   std::vector<rootspan_root *> roots;
+  bool source_digests = false;  // loaded with source_digests set (inside its struct_size)
 };
 
 struct Harness {
@@ -1062,13 +1063,8 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
   if (g_paths.empty()) return;
   const std::string path = g_paths[in.ConsumeIntegralInRange<std::size_t>(0, g_paths.size() - 1)];
   rootspan_load_options o{};
-  // Every older published size (core/struct_io.hpp); the newest is the struct's.
-  const std::initializer_list<std::size_t> older = {ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context),
-                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, revision),
-                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),
-                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),
-                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),
-                                                    ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path)};
+  // Every published size, as weights.h lists them.
+  const std::initializer_list<std::size_t> older = {ROOTSPAN_LOAD_OPTIONS_PUBLISHED_SIZES};
   o.struct_size = choose_size(in, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, sizeof o, older);
   o.provider = in.ConsumeBool() ? nullptr : provider_name(in);
   o.device = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? 1 : 0;
@@ -1092,6 +1088,7 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
       break;
   }
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0) o.revision = "main";
+  o.source_digests = in.ConsumeBool() ? 1 : 0;
   rootspan_split_rule rules[2]{};
   for (rootspan_split_rule &rule : rules) {
     rule.struct_size = choose_size(in, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, sizeof rule);
@@ -1125,7 +1122,10 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
     CHECK(weights == nullptr, "weights_load failed but handed out weights");
     return;
   }
-  WeightsRec w{weights, {}};
+  WeightsRec w{weights,
+               {},
+               !null_options && o.source_digests != 0 &&
+                   o.struct_size >= ROOTSPAN_STRUCT_END(rootspan_load_options, source_digests)};
   std::size_t count = 0;
   CHECK(rootspan_weights_component_count(weights, &count) == ROOTSPAN_OK, "weights_component_count");
   CHECK(rootspan_weights_provider(weights) != nullptr, "weights_provider is NULL");
@@ -1178,13 +1178,22 @@ void op_weights_sha256(FuzzedDataProvider &in, Harness &h) {
       checked("weights_component_sha256", rootspan_weights_component_sha256(w->handle, index, hex, e.out()), e);
   if (index >= count) CHECK(status != ROOTSPAN_OK, "sha256 of a component past the end succeeded");
   if (status == ROOTSPAN_OK) CHECK(std::strlen(hex) == 64, "a SHA-256 that is not 64 hex digits");
+  // The digest of the bytes the load read: only when it was asked for.
+  std::memset(hex, 'x', sizeof hex);
+  const rootspan_status source =
+      checked("weights_source_sha256", rootspan_weights_source_sha256(w->handle, index, hex, e.out()), e);
+  if (index >= count) expect_invalid("weights_source_sha256", source, "an index past the end");
+  if (index < count && !w->source_digests) {
+    CHECK(source == ROOTSPAN_ERR_NOT_FOUND || source == ROOTSPAN_ERR_OUT_OF_MEMORY,
+          "weights_source_sha256 without source_digests", rootspan_status_name(source));
+  }
+  if (source == ROOTSPAN_OK) CHECK(std::strlen(hex) == 64, "a source SHA-256 that is not 64 hex digits");
   // An older caller's component info, or one that ends inside a field.
   rootspan_component_info info{};
-  info.struct_size = choose_size(in, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, sizeof info,
-                                 {ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy)});
-  const bool size_ok =
-      accepted_size(info.struct_size, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, alignof(rootspan_component_info),
-                    {ROOTSPAN_STRUCT_END(rootspan_component_info, zero_copy)});
+  info.struct_size =
+      choose_size(in, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE, sizeof info, {ROOTSPAN_COMPONENT_INFO_PUBLISHED_SIZES});
+  const bool size_ok = accepted_size(info.struct_size, ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE,
+                                     alignof(rootspan_component_info), {ROOTSPAN_COMPONENT_INFO_PUBLISHED_SIZES});
   const rootspan_status got = checked_plain("weights_component", rootspan_weights_component(w->handle, index, &info));
   if (!size_ok) expect_invalid("weights_component", got, "info.struct_size names no version");
 }

@@ -118,8 +118,9 @@ static_assert(offsetof(rootspan_load_options, copy_on_write) > offsetof(rootspan
 static_assert(offsetof(rootspan_load_options, split_convention) > offsetof(rootspan_load_options, copy_on_write));
 static_assert(offsetof(rootspan_load_options, digests_path) > offsetof(rootspan_load_options, check_digests));
 static_assert(offsetof(rootspan_load_options, populate) > offsetof(rootspan_load_options, digests_path));
+static_assert(offsetof(rootspan_load_options, source_digests) > offsetof(rootspan_load_options, populate));
 static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
-              offsetof(rootspan_load_options, populate));
+              offsetof(rootspan_load_options, source_digests));
 static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
               offsetof(rootspan_inspect_options, revision));
 

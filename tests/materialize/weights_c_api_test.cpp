@@ -415,6 +415,103 @@ TEST_F(WeightsCApiTest, ComponentSha256EqualsAnIndependentDigestOfTheFileBytes) 
   }
 }
 
+// The component info says where each component's bytes lie: the file of its
+// first segment, the offset there, and whether that range is all of it.
+TEST_F(WeightsCApiTest, ComponentInfoSaysWhereItsBytesLie) {
+  const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"z", "F32", {64}}, {"m", "F32", {5}}}, 83, 8, 4);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"n", "F32", {5}}, {"c", "F32", {4, 8}}}, 84);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("z", "values", {"z"}, {64}, "F32"),
+                                                  dense_component("mn", "packed_values", {"m", "n"}, {10}, "F32"),
+                                                  dense_component("c", "values", {"c"}, {4, 8}, "F32")}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  ASSERT_EQ(count(), 3u);
+  EXPECT_STREQ(info(0).source_file, "a.safetensors");
+  EXPECT_EQ(info(0).source_offset, a.tensors.at("z").first);
+  EXPECT_EQ(info(0).source_contiguous, 1);
+  EXPECT_STREQ(info(1).source_file, "a.safetensors");  // its first segment, m
+  EXPECT_EQ(info(1).source_offset, a.tensors.at("m").first);
+  EXPECT_EQ(info(1).source_contiguous, 0);  // m in a, then n in b
+  EXPECT_STREQ(info(2).source_file, "b.safetensors");
+  EXPECT_EQ(info(2).source_offset, b.tensors.at("c").first);
+  EXPECT_EQ(info(2).source_contiguous, 1);
+  ASSERT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+  weights_ = nullptr;
+
+  // Rank 1 of a column split of c: 4 rows of 4 floats, the first 16 bytes in.
+  const rootspan_split_rule rule = {sizeof(rootspan_split_rule), "c", 1};
+  o.rank = 1;
+  o.world_size = 2;
+  o.split_rules = &rule;
+  o.split_rule_count = 1;
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  std::size_t c = 0;
+  ASSERT_EQ(rootspan_weights_find(weights_, "c", &c), ROOTSPAN_OK);
+  EXPECT_STREQ(info(c).source_file, "b.safetensors");
+  EXPECT_EQ(info(c).source_offset, b.tensors.at("c").first + 16);
+  EXPECT_EQ(info(c).byte_length, 64u);
+  EXPECT_EQ(info(c).source_contiguous, 0);  // rows 32 bytes apart
+}
+
+// source_digests: each component's file bytes hashed while the load reads
+// them, equal to the digest of provider memory, whatever the strategy.
+TEST_F(WeightsCApiTest, SourceDigestsAreTheFileBytesTheLoadRead) {
+  const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"z", "F32", {64}}, {"m", "F32", {5}}}, 85, 8, 4);
+  const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"n", "F32", {5}}}, 86);
+  write_index(dir_, {{"a.safetensors", &a}, {"b.safetensors", &b}});
+  const fs::path schema =
+      dir_.write_text("schema.json", schema_json({dense_component("z", "values", {"z"}, {64}, "F32"),
+                                                  dense_component("mn", "packed_values", {"m", "n"}, {10}, "F32")}));
+  const std::vector<std::vector<std::byte>> expected = {a.tensor("z"), concat({a.tensor("m"), b.tensor("n")})};
+  struct Case {
+    const char *provider;
+    rootspan_load_strategy strategy;
+  };
+  for (const Case &k : {Case{"host", ROOTSPAN_LOAD_MMAP}, Case{"host", ROOTSPAN_LOAD_READ},
+                        Case{kUploadProviderName, ROOTSPAN_LOAD_READ}}) {
+    SCOPED_TRACE(std::string(k.provider) + " strategy " + std::to_string(k.strategy));
+    rootspan_load_options o = options(k.provider);
+    o.schema_path = schema.c_str();
+    o.strategy = k.strategy;
+    o.source_digests = 1;
+    ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+    for (std::size_t i = 0; i < 2; ++i) {
+      char source[65] = {}, held[65] = {};
+      rootspan_error *raw = nullptr;
+      ASSERT_EQ(rootspan_weights_source_sha256(weights_, i, source, &raw), ROOTSPAN_OK) << describe(raw);
+      ASSERT_EQ(rootspan_weights_component_sha256(weights_, i, held, &raw), ROOTSPAN_OK) << describe(raw);
+      EXPECT_EQ(std::string(source), sha256_hex(expected[i])) << info(i).id;
+      EXPECT_STREQ(source, held);
+    }
+    rootspan_error *raw = nullptr;
+    char hex[65];
+    EXPECT_EQ(rootspan_weights_source_sha256(weights_, 2, hex, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+    ASSERT_NE(raw, nullptr);
+    EXPECT_NE(std::string(rootspan_error_cause(raw)).find("index 2 is past the 2 components"), std::string::npos)
+        << rootspan_error_cause(raw);
+    rootspan_error_free(raw);
+    EXPECT_EQ(rootspan_weights_source_sha256(weights_, 0, nullptr, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(rootspan_weights_source_sha256(nullptr, 0, hex, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
+    weights_ = nullptr;
+  }
+
+  // Not asked for: NotFound, naming the component and the option.
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+  char hex[65];
+  rootspan_error *raw = nullptr;
+  EXPECT_EQ(rootspan_weights_source_sha256(weights_, 1, hex, &raw), ROOTSPAN_ERR_NOT_FOUND);
+  ASSERT_NE(raw, nullptr);
+  EXPECT_STREQ(rootspan_error_operation(raw), "weights_source_sha256");
+  EXPECT_NE(std::string(rootspan_error_cause(raw)).find("component \"mn\" has no source digest"), std::string::npos);
+  rootspan_error_free(raw);
+}
+
 TEST_F(WeightsCApiTest, FreeIsBusyWhileAComponentIsClaimedThenSucceeds) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a", "F32", {16}}, {"b", "U8", {16}}}, 91);
   ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
@@ -615,6 +712,8 @@ TEST_F(WeightsCApiTest, OptionsBelowTheirFirstPublishedSizeAreRefused) {
   EXPECT_NE(message().find("rootspan_load_options: expected " + std::to_string(ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE)),
             std::string::npos)
       << message();
+  // Named after the call the caller made, not a phase of it.
+  EXPECT_STREQ(rootspan_error_operation(error_.get()), "weights_load");
   EXPECT_EQ(live_roots(), 0u);
 }
 

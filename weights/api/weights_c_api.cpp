@@ -20,6 +20,13 @@
 #include "weights/schema/read_plan.hpp"
 #include "weights/schema/schema.hpp"
 
+// The versioned structs of weights.h, for check_struct/read_struct/write_struct.
+namespace rootspan {
+ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS);
+}  // namespace rootspan
+
 struct rootspan_weights {
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
@@ -63,7 +70,7 @@ static_assert(static_cast<int>(ComponentRole::kPermutation) == ROOTSPAN_ROLE_PER
 static_assert(static_cast<int>(ComponentRole::kCodebook) == ROOTSPAN_ROLE_CODEBOOK);
 static_assert(static_cast<int>(ComponentRole::kMetadata) == ROOTSPAN_ROLE_METADATA);
 
-rootspan_component_info info_of(const weights::LoadedComponent &c) {
+rootspan_component_info info_of(const weights::LoadResult &result, const weights::LoadedComponent &c) {
   rootspan_component_info info{};
   info.struct_size = sizeof info;
   info.id = c.id.c_str();
@@ -86,6 +93,10 @@ rootspan_component_info info_of(const weights::LoadedComponent &c) {
   info.shape = c.dimensions.empty() ? nullptr : c.dimensions.data();
   info.source_name = c.source.c_str();
   info.gguf_type = c.gguf_type;
+  info.source_file =
+      c.source_file == weights::LoadedComponent::kNoSourceFile ? "" : result.source_files.at(c.source_file).c_str();
+  info.source_offset = c.source_offset;
+  info.source_contiguous = c.source_contiguous ? 1 : 0;
   return info;
 }
 
@@ -282,8 +293,8 @@ Result<weights::Strategy> strategy_of(rootspan_load_strategy strategy) {
     default:
       break;
   }
-  return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", strategy),
-                                "load_component", rootspan::Requested::none());
+  return rootspan::with_request(rootspan::unknown_enum("strategy", "rootspan_load_strategy", strategy), "weights_load",
+                                rootspan::Requested::none());
 }
 
 // The read report's "reads" object (weights.h, rootspan_weights_read_report).
@@ -309,11 +320,13 @@ extern "C" {
 
 rootspan_status rootspan_weights_load(rootspan_context *context, const char *path, const rootspan_load_options *options,
                                       rootspan_weights **out, rootspan_error **error) {
+  // Arguments are checked under the name of the call itself; what goes wrong
+  // later is named after its phase (open_checkpoint, load_component, ...).
   if (context == nullptr || path == nullptr || out == nullptr) {
-    return invalid(error, "load_component", "context, path or weights is NULL");
+    return invalid(error, "weights_load", "context, path or weights is NULL");
   }
   if (options != nullptr) {
-    if (rootspan_status s = check_struct(error, options, "load_component", "options"); s != ROOTSPAN_OK) return s;
+    if (rootspan_status s = check_struct(error, options, "weights_load", "options"); s != ROOTSPAN_OK) return s;
   }
   *out = nullptr;
   return guarded(error, "load_component", [&]() -> Result<void> {
@@ -339,6 +352,7 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = strategy.value();
     load.copy_on_write = o.copy_on_write != 0;
     load.populate = o.populate != 0;
+    load.source_digests = o.source_digests != 0;
     load.digests = std::move(digests.value().jobs);
     // 0 is the default; the ring checks the bounds (checked_staging_shape).
     load.staging = {o.staging_buffer_count, o.staging_buffer_bytes};
@@ -389,7 +403,7 @@ rootspan_status rootspan_weights_component(const rootspan_weights *weights, size
                                            rootspan_component_info *info) {
   if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
   if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
-  write_struct(info, info_of(weights->result.components[index]));
+  write_struct(info, info_of(weights->result, weights->result.components[index]));
   return ROOTSPAN_OK;
 }
 
@@ -437,6 +451,29 @@ rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, siz
     auto digest = weights::root_sha256(*component.root);
     if (!digest) return digest.error();
     std::memcpy(hex, digest.value().c_str(), 65);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_weights_source_sha256(const rootspan_weights *weights, size_t index, char hex[65],
+                                               rootspan_error **error) {
+  constexpr const char *kOperation = "weights_source_sha256";
+  if (weights == nullptr || hex == nullptr) return invalid(error, kOperation, "weights or hex is NULL");
+  return guarded(error, kOperation, [&]() -> Result<void> {
+    const auto &components = weights->result.components;
+    if (index >= components.size()) {
+      return rootspan::make_error(
+          ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
+          "index " + std::to_string(index) + " is past the " + std::to_string(components.size()) + " components",
+          components.size(), index);
+    }
+    const weights::LoadedComponent &component = components[index];
+    if (component.source_sha256.empty()) {
+      return rootspan::make_error(
+          ROOTSPAN_ERR_NOT_FOUND, kOperation,
+          "component \"" + component.id + "\" has no source digest: the load was not asked for source_digests");
+    }
+    std::memcpy(hex, component.source_sha256.c_str(), 65);
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

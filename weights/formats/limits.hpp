@@ -16,7 +16,7 @@ inline constexpr std::size_t kMaxTensorRank = 64;
 // of one GGUF file. The largest public checkpoints hold under 100,000
 // tensors in all their shards together. Measured on a header of 2^20 - 1
 // tensors (docs/weight-schema.md): inspect holds about 2.3 KB a tensor, a
-// load about 5.3 KB (the tables, the default schema and the loaded
+// load about 2.6 KB (the tables, the default schema and the loaded
 // components), so 2^20 bounds them to a few gigabytes.
 inline constexpr std::size_t kMaxTensorsPerFile = std::size_t{1} << 20;
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "core/claim_ops.hpp"
 #include "core/copy.hpp"
@@ -12,6 +13,7 @@
 #include "core/mapping.hpp"
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
+#include "weights/digests/digest_plan.hpp"
 #include "weights/digests/parallel_hasher.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/mapped_file.hpp"
@@ -467,6 +469,28 @@ class LoadRun {
   std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
 };
 
+// Records where each component's bytes lie: its first segment's file (each
+// file named once in the result) and offset.
+class SourceFiles {
+ public:
+  explicit SourceFiles(std::vector<std::string> &files) : files_(files) {}
+
+  void locate(LoadedComponent &loaded, const ComponentPayload &payload) {
+    const std::vector<Segment> &segments = payload.segments();
+    if (segments.empty()) return;
+    const Segment &first = segments.front();
+    auto [at, added] = index_.try_emplace(first.file(), static_cast<std::uint32_t>(files_.size()));
+    if (added) files_.push_back(first.file());
+    loaded.source_file = at->second;
+    loaded.source_offset = first.file_offset();
+    loaded.source_contiguous = segments.size() == 1 && first.contiguous();
+  }
+
+ private:
+  std::vector<std::string> &files_;
+  std::unordered_map<std::string, std::uint32_t> index_;
+};
+
 }  // namespace
 
 Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
@@ -524,13 +548,19 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   // Hashing starts before the first read and runs beside the load; the
   // hasher outlives the run, so a failed load releases its roots first and
   // then stops the workers.
+  std::vector<DigestJob> jobs = options.digests;
+  if (options.source_digests) {
+    for (DigestJob &job : component_jobs(checkpoint, schema.payloads)) jobs.push_back(std::move(job));
+  }
   std::optional<ParallelHasher> hasher;
-  if (!options.digests.empty()) hasher.emplace(options.digests);
+  if (!jobs.empty()) hasher.emplace(std::move(jobs));
   LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
   result.components.reserve(schema.payloads.size());
+  SourceFiles files(result.source_files);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
     auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made
+    files.locate(loaded.value(), schema.payloads[i]);
     result.components.push_back(std::move(loaded).value());
   }
   BOOST_OUTCOME_TRY(run.settle_reads());
@@ -540,6 +570,13 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     auto checked = hasher->wait([&run] { return run.poll(); });
     if (!checked) return checked.error();
     result.digests = std::move(checked).value();
+    // The source digests follow the checked ones, one per component in order.
+    if (options.source_digests) {
+      for (std::size_t i = 0; i < result.components.size(); ++i) {
+        result.components[i].source_sha256 = std::move(result.digests[options.digests.size() + i].sha256);
+      }
+      result.digests.resize(options.digests.size());
+    }
   }
   BOOST_OUTCOME_TRY(run.finish(result));
   return result;

@@ -58,6 +58,10 @@ struct LoadOptions {
   // Verified loads: digests hashed while the load reads (weights/digests/);
   // a mismatch fails the load before any root reaches the caller.
   std::vector<DigestJob> digests;
+  // Each component's source bytes hashed the same way, nothing compared
+  // (LoadedComponent::source_sha256), so a caller can check provider memory
+  // against the files without opening them again.
+  bool source_digests = false;
 };
 
 // One component as loaded: its root and what an embedder needs to read it
@@ -75,6 +79,14 @@ struct LoadedComponent {
   rootspan_dtype dtype = ROOTSPAN_DTYPE_NONE;  // the physical element type: U8 for block-quantized bytes
   std::vector<std::uint64_t> dimensions;       // for block-quantized bytes, the block grid
   std::int32_t gguf_type = -1;                 // the ggml type id of its one GGUF source tensor, or -1
+  // Where its bytes lie: its first segment's file (an index into
+  // LoadResult::source_files; kNoSourceFile: no segment) and offset, and
+  // whether that one range is all of it.
+  static constexpr std::uint32_t kNoSourceFile = UINT32_MAX;
+  std::uint32_t source_file = kNoSourceFile;
+  std::uint64_t source_offset = 0;
+  bool source_contiguous = false;
+  std::string source_sha256;  // of the source bytes, hashed while loading (LoadOptions::source_digests); or empty
 };
 
 struct LoadResult {
@@ -87,7 +99,8 @@ struct LoadResult {
   std::uint64_t staging_buffer_bytes = 0;
   bool staging_pinned = false;  // false: ordinary host memory; staging_note says why
   std::string staging_note;
-  std::vector<DigestOutcome> digests;  // the digests checked, in job order
+  std::vector<DigestOutcome> digests;     // the digests checked, in job order
+  std::vector<std::string> source_files;  // the files components lie in, relative to the checkpoint
   // How the files were read: the strategy asked for, the one used and why.
   Strategy requested_strategy = Strategy::kMmap;
   Strategy strategy = Strategy::kMmap;

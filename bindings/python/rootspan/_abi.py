@@ -29,6 +29,9 @@ def c_path(value, what):
 
 
 # ---- status codes (types.h); pinned, new ones only ever appended ----------
+# The names of the exception classes (errors.py), which must exist before the
+# library is opened; messages take each name from rootspan_status_name
+# (errors.status_name), and test_api checks that the two agree.
 STATUS_NAMES = (
     "Ok", "InvalidArgument", "RangeOverflow", "InvalidAlignment", "MisalignedOffset", "OffsetOverflow",
     "OutsideRootExtent", "InvalidKey", "DomainNotGranted", "DuplicateIdentity", "RootIdExhausted", "Busy",
@@ -146,7 +149,9 @@ class LoadOptions(Structure):
                 # appended in 0.4.0: how uneven splits are shared, and verified loads
                 ("split_convention", c_int32), ("check_digests", c_int32), ("digests_path", c_char_p),
                 # appended in 0.5.0: read the mapped bytes in before the load returns
-                ("populate", c_int32)]
+                ("populate", c_int32),
+                # appended in 0.6.0: each component's source bytes hashed as they are read
+                ("source_digests", c_int32)]
 
 
 class InspectOptions(Structure):
@@ -163,7 +168,9 @@ class ComponentInfo(Structure):
                 # appended later: the checkpoint's name of the first source tensor
                 ("source_name", c_char_p),
                 # appended in 0.4.0: the ggml type id of a GGUF source tensor (-1: none)
-                ("gguf_type", c_int32)]
+                ("gguf_type", c_int32),
+                # appended in 0.6.0: where the component's bytes lie in the checkpoint
+                ("source_file", c_char_p), ("source_offset", c_uint64), ("source_contiguous", c_int32)]
 
 
 def sized(struct_type):
@@ -227,6 +234,7 @@ PROTOTYPES = {
     "rootspan_weights_skipped_count": (c_int32, [_P, _SIZEP]),
     "rootspan_weights_skipped": (c_int32, [_P, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),
     "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
+    "rootspan_weights_source_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
     "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),

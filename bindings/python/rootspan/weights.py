@@ -157,6 +157,11 @@ class Component(_Exportable):
             str(info.encoding)
         self.format_id = _text(info.format_id)
         self.gguf_type = info.gguf_type if info.gguf_type >= 0 else None
+        # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
+        # source_contiguous: those nbytes bytes are all of it.
+        self.source_file = _text(info.source_file)
+        self.source_offset = info.source_offset
+        self.source_contiguous = bool(info.source_contiguous)
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
         self.shape = tuple(info.shape[i] for i in range(info.rank))
@@ -217,6 +222,17 @@ class Component(_Exportable):
         out = ctypes.create_string_buffer(65)
         errors.check(state.lib, state.lib.rootspan_weights_component_sha256, self._wstate.handle, self.index, out)
         return out.value.decode()
+
+    def source_sha256(self):
+        """The SHA-256 (hex) of the bytes the load read from the files for this component, hashed as it read
+        them; only for a load with source_digests=True (NotFoundError otherwise)."""
+        state = self._wstate.context_state
+        with state.lock:
+            if self._wstate.handle is None:
+                raise ValueError(f"source_sha256: component {self.id!r} was released (its weights are closed)")
+            out = ctypes.create_string_buffer(65)
+            errors.check(state.lib, state.lib.rootspan_weights_source_sha256, self._wstate.handle, self.index, out)
+            return out.value.decode()
 
     def __repr__(self):
         flags = [f for f, on in (("zero-copy", self.zero_copy), ("read-only", self.read_only)) if on]
@@ -297,9 +313,21 @@ class Weights(collections.abc.Mapping):
             raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
         index = self._find(component_id)
         if index is None:
-            hint = f" (skipped: {self._skipped[component_id]})" if component_id in self._skipped else ""
-            raise KeyError(f"no loaded component has the id or tensor name {component_id!r}{hint}")
+            raise KeyError(f"no loaded component has the id or tensor name {component_id!r}"
+                           f"{self._what_is_there(component_id)}")
         return self._components[index]
+
+    def _what_is_there(self, missing):
+        """Why a lookup missed, as a clause: the component was skipped, or what was loaded (the closest ids)."""
+        if missing in self._skipped:
+            return f" (skipped: {self._skipped[missing]})"
+        import difflib
+        ids = [c.id for c in self._components]
+        close = difflib.get_close_matches(missing, ids, n=3, cutoff=0.6)
+        if close:
+            return f" ({len(ids)} loaded; closest: {', '.join(map(repr, close))})"
+        shown = ", ".join(map(repr, ids[:3])) + (", ..." if len(ids) > 3 else "")
+        return f" ({len(ids)} loaded: {shown})" if ids else " (nothing was loaded)"
 
     def __contains__(self, component_id):
         return isinstance(component_id, str) and "\0" not in component_id and self._find(component_id) is not None
@@ -429,11 +457,12 @@ def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_s
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
-         split_convention="tensor_split", verify=False, digests=None, populate=False):
+         split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False):
     path_c = _path(path, "path")
     _check_bool(read_only, "read_only")
     _check_bool(verify, "verify")
     _check_bool(populate, "populate")
+    _check_bool(source_digests, "source_digests")
     digests_c = None if digests is None else _path(digests, "digests")
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
@@ -458,6 +487,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.check_digests = 1 if verify or digests is not None else 0
     options.digests_path = digests_c
     options.populate = 1 if populate else 0
+    options.source_digests = 1 if source_digests else 0
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

@@ -123,8 +123,10 @@ class ExampleCheckpoint(Base):
             self.assertIn("norm", weights)
             with self.assertRaisesRegex(KeyError, "skipped: 1 of its 1 source tensors"):
                 weights["layers.0.attn.q.scales"]
-            with self.assertRaisesRegex(KeyError, "no loaded component has the id or tensor name 'nope'"):
+            with self.assertRaisesRegex(KeyError, r"no loaded component has the id or tensor name 'nope' \(4 loaded: "):
                 weights["nope"]
+            with self.assertRaisesRegex(KeyError, r"'norn' \(4 loaded; closest: 'norm'\)"):
+                weights["norn"]
             with self.assertRaisesRegex(TypeError, "component ids are str, got int"):
                 weights[0]
             self.assertIsNone(weights.get("nope"))
@@ -144,6 +146,31 @@ class ExampleCheckpoint(Base):
                 self.assertEqual(weights["caf\u00e9"].numpy().tolist(), [3.0])
             with self.ctx.load(path, tensors=["a b"]) as subset:
                 self.assertEqual([c.source_name for c in subset.values()], ["a b"])
+
+    def test_components_say_where_their_bytes_lie_and_hash_them_as_read(self):
+        import hashlib
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.safetensors")
+            data = {"a": struct.pack("<3f", 1.0, 2.0, 3.0), "b": struct.pack("<2f", 4.0, 5.0)}
+            write_safetensors(path, {name: ("F32", (len(raw) // 4,), raw) for name, raw in data.items()})
+            with open(path, "rb") as f:
+                blob = f.read()
+            for strategy in ("mmap", "read"):
+                with self.ctx.load(path, strategy=strategy, source_digests=True) as weights:
+                    for name, raw in data.items():
+                        component = weights[name]
+                        self.assertEqual(component.source_file, "model.safetensors")
+                        self.assertTrue(component.source_contiguous)
+                        start = component.source_offset
+                        self.assertEqual(blob[start:start + component.nbytes], raw)
+                        self.assertEqual(component.source_sha256(), hashlib.sha256(raw).hexdigest())
+                        self.assertEqual(component.source_sha256(), component.sha256())
+            with self.ctx.load(path) as weights:
+                with self.assertRaises(rootspan.NotFoundError) as caught:
+                    weights["a"].source_sha256()
+                self.assertIn("source_digests", str(caught.exception))
+            with self.assertRaises(TypeError):
+                self.ctx.load(path, source_digests="yes")
 
 
 class FileRegions(Base):
