@@ -305,9 +305,9 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   }
 
   // --verify: provider memory read back through the provider, against the
-  // digests of the bytes the load read from the files (source_digests: hashed
-  // by the library while it read, from the descriptors it opened, so the
-  // checkpoint is opened once).
+  // digests of the components' bytes in the files (source_digests: hashed by
+  // the library once the load placed them, from the descriptors it opened,
+  // so the checkpoint is opened once).
   int exit_status = kDone;
   std::string mismatches;
   std::optional<double> verify_seconds;

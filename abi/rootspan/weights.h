@@ -146,10 +146,11 @@ typedef struct rootspan_load_options {
   /* Fields below were added in 0.6.0. */
   /* Non-zero hashes (SHA-256) each loaded component's source bytes, exactly
    * the ranges its payload reads, in the component's byte order, from the
-   * descriptors this load opened and while it reads them; nothing is
-   * compared. rootspan_weights_source_sha256 gives each digest, to check
-   * against rootspan_weights_component_sha256 (provider memory) without
-   * opening the checkpoint a second time (`rootspan load --verify`). */
+   * descriptors this load opened, once every component is placed (so a file
+   * changed during the load differs from memory); nothing is compared.
+   * rootspan_weights_source_sha256 gives each digest, to check against
+   * rootspan_weights_component_sha256 (provider memory) without opening the
+   * checkpoint a second time (`rootspan load --verify`). */
   int32_t source_digests;
 } rootspan_load_options;
 #define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD source_digests
@@ -324,9 +325,9 @@ ROOTSPAN_API rootspan_status rootspan_weights_skipped(const rootspan_weights *we
  * through the provider: 64 lowercase hex digits and a NUL into hex[65]. */
 ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
                                                                rootspan_error **error);
-/* Added in 0.6.0. The SHA-256 of the bytes the load read from the checkpoint
- * for a component (its payload's ranges, in the component's byte order),
- * hashed while the load read them: 64 lowercase hex digits and a NUL into
+/* Added in 0.6.0. The SHA-256 of a component's bytes in the checkpoint's
+ * files (its payload's ranges, in the component's byte order), hashed by the
+ * load once it had placed every component: 64 lowercase hex digits and a NUL into
  * hex[65]. Equal to rootspan_weights_component_sha256 when provider memory
  * holds what the files hold. Fails with ROOTSPAN_ERR_NOT_FOUND when the load
  * was not asked for source_digests; ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs

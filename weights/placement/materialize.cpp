@@ -548,12 +548,8 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   // Hashing starts before the first read and runs beside the load; the
   // hasher outlives the run, so a failed load releases its roots first and
   // then stops the workers.
-  std::vector<DigestJob> jobs = options.digests;
-  if (options.source_digests) {
-    for (DigestJob &job : component_jobs(checkpoint, schema.payloads)) jobs.push_back(std::move(job));
-  }
   std::optional<ParallelHasher> hasher;
-  if (!jobs.empty()) hasher.emplace(std::move(jobs));
+  if (!options.digests.empty()) hasher.emplace(options.digests);
   LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
   result.components.reserve(schema.payloads.size());
   SourceFiles files(result.source_files);
@@ -570,12 +566,16 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     auto checked = hasher->wait([&run] { return run.poll(); });
     if (!checked) return checked.error();
     result.digests = std::move(checked).value();
-    // The source digests follow the checked ones, one per component in order.
-    if (options.source_digests) {
-      for (std::size_t i = 0; i < result.components.size(); ++i) {
-        result.components[i].source_sha256 = std::move(result.digests[options.digests.size() + i].sha256);
-      }
-      result.digests.resize(options.digests.size());
+  }
+  if (options.source_digests) {
+    // After every component is in place, so that the digests are of what the
+    // files hold once the load is done (a file changed during the load shows
+    // as a mismatch against memory); from the descriptors the load opened.
+    ParallelHasher sources(component_jobs(checkpoint, schema.payloads));
+    auto hashed = sources.wait([&run] { return run.poll(); });
+    if (!hashed) return hashed.error();
+    for (std::size_t i = 0; i < result.components.size(); ++i) {
+      result.components[i].source_sha256 = std::move(hashed.value()[i].sha256);
     }
   }
   BOOST_OUTCOME_TRY(run.finish(result));

@@ -58,7 +58,8 @@ struct LoadOptions {
   // Verified loads: digests hashed while the load reads (weights/digests/);
   // a mismatch fails the load before any root reaches the caller.
   std::vector<DigestJob> digests;
-  // Each component's source bytes hashed the same way, nothing compared
+  // Each component's source bytes hashed once every component is placed,
+  // from the descriptors the load opened, nothing compared
   // (LoadedComponent::source_sha256), so a caller can check provider memory
   // against the files without opening them again.
   bool source_digests = false;
@@ -86,7 +87,7 @@ struct LoadedComponent {
   std::uint32_t source_file = kNoSourceFile;
   std::uint64_t source_offset = 0;
   bool source_contiguous = false;
-  std::string source_sha256;  // of the source bytes, hashed while loading (LoadOptions::source_digests); or empty
+  std::string source_sha256;  // of the source bytes, hashed after placing (LoadOptions::source_digests); or empty
 };
 
 struct LoadResult {

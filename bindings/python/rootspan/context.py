@@ -318,7 +318,7 @@ class Context:
         manifest (rootspan.inspect.hash_checkpoint, `rootspan hash`) to check
         against instead, implying verify. weights.digests says what was
         checked; nothing to check against is NotFoundError. source_digests:
-        hash each component's bytes as the load reads them from the files
+        hash each component's bytes in the files once everything is placed
         (component.source_sha256(), to compare with component.sha256()).
 
         read_only: with strategy "mmap", False (the default) maps the files

@@ -224,8 +224,8 @@ class Component(_Exportable):
         return out.value.decode()
 
     def source_sha256(self):
-        """The SHA-256 (hex) of the bytes the load read from the files for this component, hashed as it read
-        them; only for a load with source_digests=True (NotFoundError otherwise)."""
+        """The SHA-256 (hex) of this component's bytes in the files, hashed once the load had placed every
+        component; only for a load with source_digests=True (NotFoundError otherwise)."""
         state = self._wstate.context_state
         with state.lock:
             if self._wstate.handle is None:
