@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <span>
 #include <string_view>
+#include <unordered_set>
 
 #include "core/text/strict_json.hpp"
 #include "weights/files/checked_math.hpp"
@@ -22,13 +23,14 @@ using rootspan::weights::SafetensorsHeader;
 // exactly, each holding exactly the bytes its shape and dtype need.
 void check_promises(const SafetensorsHeader &header) {
   std::uint64_t cursor = 0;
+  std::unordered_set<std::string_view> names;
   for (const auto &tensor : header.tensors()) {
     if (tensor.begin != cursor || tensor.end < tensor.begin) std::abort();
     const auto count = rootspan::weights::checked_product(tensor.shape);
     if (!count) std::abort();
     const auto bits = rootspan::weights::checked_bits(*count, tensor.dtype.bits);
     if (!bits || !bits->whole_bytes() || bits->bytes() != tensor.byte_length()) std::abort();
-    if (header.find(tensor.name) != &tensor) std::abort();
+    if (!names.insert(tensor.name).second) std::abort();  // names are unique
     cursor = tensor.end;
   }
   if (cursor != header.data_size()) std::abort();

@@ -328,7 +328,7 @@ TEST_F(Payloads, SegmentsRetainTheExactRangesOfTheirFiles) {
   ComponentPayload payload = payload_of(resolved);
   std::map<std::string, std::shared_ptr<const StableHostMemory>> owners;
   for (const Shard &shard : checkpoint().shards()) {
-    auto mapped = MappedFile::open(shard.path, shard.safetensors.file_size);
+    auto mapped = MappedFile::open(shard.path, shard.file_size);
     ASSERT_TRUE(mapped) << mapped.error()->message();
     owners[shard.file] = mapped.value();
   }

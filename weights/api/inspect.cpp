@@ -14,19 +14,22 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json tensors = nlohmann::json::array();
   for (const Shard &shard : checkpoint.shards()) {
-    const SafetensorsFile &file = shard.safetensors;
     // The shard's own __metadata__, or null when it has none.
     nlohmann::json own = nullptr;
-    if (file.header.has_metadata()) own = file.header.metadata();
-    shards.push_back(
-        {{"file", shard.file}, {"bytes", file.file_size}, {"header_bytes", file.header_size}, {"metadata", own}});
-    for (const auto &[key, value] : file.header.metadata()) metadata[key] = value;
-    for (const TensorInfo &tensor : file.header.tensors()) {
+    if (shard.safetensors_metadata) {
+      own = *shard.safetensors_metadata;
+      for (const auto &[key, value] : *shard.safetensors_metadata) metadata[key] = value;
+    }
+    shards.push_back({{"file", shard.file},
+                      {"bytes", shard.file_size},
+                      {"header_bytes", shard.data_offset - kSafetensorsPrefix},
+                      {"metadata", own}});
+    for (const TensorInfo &tensor : shard.tensors.tensors()) {
       tensors.push_back({{"name", tensor.name},
                          {"dtype", tensor.dtype.name},
                          {"shape", tensor.shape},
                          {"file", shard.file},
-                         {"offset", file.data_offset() + tensor.begin},
+                         {"offset", shard.data_offset + tensor.begin},
                          {"bytes", tensor.byte_length()}});
     }
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weights/checkpoints/checkpoint.hpp"
+#include "weights/formats/safetensors.hpp"
 #include "weights/schema/resolve.hpp"
 
 namespace rootspan::weights {

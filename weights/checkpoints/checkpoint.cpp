@@ -10,6 +10,7 @@
 #include "weights/checkpoints/hf_cache.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/formats/limits.hpp"
+#include "weights/formats/safetensors.hpp"
 
 namespace rootspan::weights {
 
@@ -73,6 +74,17 @@ std::string nothing_loadable(const fs::path &folder) {
         "; *.bin, *.pt, *.pth and *.ckpt files are PyTorch pickles, which rootspan does not read: "
         "convert them to safetensors";
   return cause;
+}
+
+// A safetensors file as a shard: its table moved out of the header it came in.
+Shard safetensors_shard(std::string file, fs::path path, SafetensorsFile safetensors,
+                        std::shared_ptr<const InputFile> input) {
+  std::optional<std::map<std::string, std::string>> metadata;
+  if (safetensors.header.has_metadata()) metadata = safetensors.header.metadata();
+  const std::uint64_t data_offset = safetensors.data_offset();
+  return Shard{
+      std::move(file),     std::move(path), safetensors.file_size, data_offset, std::move(safetensors.header).table(),
+      std::move(metadata), nullptr,         std::move(input)};
 }
 
 }  // namespace
@@ -175,7 +187,8 @@ Result<Checkpoint> Checkpoint::open_single(const fs::path &folder, const std::st
   if (!safetensors) return safetensors.error();
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
-  checkpoint.shards_.push_back(Shard{name, folder / name, std::move(safetensors).value(), nullptr, std::move(input)});
+  checkpoint.shards_.push_back(
+      safetensors_shard(name, folder / name, std::move(safetensors).value(), std::move(input)));
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
   return checkpoint;
 }
@@ -208,7 +221,8 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::s
       return failed;
     }
     const fs::path real = input.value()->real_path();
-    checkpoint.shards_.push_back(Shard{file, real, std::move(safetensors).value(), nullptr, std::move(input).value()});
+    checkpoint.shards_.push_back(
+        safetensors_shard(file, real, std::move(safetensors).value(), std::move(input).value()));
   }
   if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
 
@@ -225,7 +239,7 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::s
     }
   }
   for (const Shard &shard : checkpoint.shards_) {
-    for (const TensorInfo &tensor : shard.safetensors.header.tensors()) {
+    for (const TensorInfo &tensor : shard.tensors.tensors()) {
       if (!index.value().weight_map.contains(tensor.name)) {
         return invalid(quoted_text(index_name) + ": tensor " + quoted_text(tensor.name) + " of shard " +
                        quoted_text(shard.file) + " is not in the weight_map");
@@ -255,11 +269,11 @@ Result<void> check_tensor_count(std::size_t tensors, std::size_t shards, std::si
 
 Result<void> Checkpoint::index_tensors() {
   std::size_t count = 0;
-  for (const Shard &shard : shards_) count += shard.safetensors.header.tensors().size();
+  for (const Shard &shard : shards_) count += shard.tensors.tensors().size();
   BOOST_OUTCOME_TRY(check_tensor_count(count, shards_.size(), kMaxTensorsPerCheckpoint));
   by_name_.reserve(count);
   for (std::size_t s = 0; s < shards_.size(); ++s) {
-    const auto &tensors = shards_[s].safetensors.header.tensors();
+    const auto &tensors = shards_[s].tensors.tensors();
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       const auto [it, inserted] = by_name_.emplace(tensors[t].name, std::pair{s, t});
       if (!inserted) {
@@ -275,7 +289,7 @@ TensorRef Checkpoint::find(std::string_view tensor_name) const {
   const auto found = by_name_.find(tensor_name);
   if (found == by_name_.end()) return {};
   const Shard &shard = shards_[found->second.first];
-  return {&shard, &shard.safetensors.header.tensors()[found->second.second]};
+  return {&shard, &shard.tensors.tensors()[found->second.second]};
 }
 
 std::vector<std::string> Checkpoint::tensor_names() const {
@@ -290,7 +304,7 @@ std::uint64_t Checkpoint::tensor_bytes() const {
   // Each shard's tensors tile its data section, so their sum is its size; the
   // sum over shards cannot overflow what the file system holds.
   std::uint64_t total = 0;
-  for (const Shard &shard : shards_) total += shard.safetensors.header.data_size();
+  for (const Shard &shard : shards_) total += shard.tensors.data_bytes();
   return total;
 }
 

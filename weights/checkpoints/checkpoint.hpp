@@ -21,26 +21,30 @@
 #include "core/diagnostic.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/formats/gguf.hpp"
-#include "weights/formats/safetensors.hpp"
 #include "weights/formats/shard_index.hpp"
 #include "weights/formats/string_map.hpp"
+#include "weights/formats/tensor_table.hpp"
 
 namespace rootspan::weights {
 
 struct Shard {
-  std::string file;            // name relative to the checkpoint folder, as the index spells it
-  std::filesystem::path path;  // the resolved path that was opened
-  // The shard's tensor table. For a GGUF file it is a view of `gguf`'s
-  // tensors: dense ones with their element type, block-quantized ones as U8
-  // bytes whose last axis counts blocks × bytes_per_block.
-  SafetensorsFile safetensors;
-  std::shared_ptr<const GgufFile> gguf = nullptr;  // set when the shard is a GGUF file
+  std::string file;             // name relative to the checkpoint folder, as the index spells it
+  std::filesystem::path path;   // the resolved path that was opened
+  std::uint64_t file_size = 0;  // fstat at open
+  // Absolute file offset of the data section the tensors' offsets count from.
+  std::uint64_t data_offset = 0;
+  // The shard's tensors, whatever its format. For a GGUF file: dense ones
+  // with their element type, block-quantized ones as U8 bytes whose last
+  // axis counts blocks × bytes_per_block.
+  TensorTable tensors;
+  // What the format holds besides the tensors. A safetensors file: its
+  // __metadata__ (nullopt when it has none). A GGUF file: the whole file as
+  // read, its key-value metadata and quantized types included.
+  std::optional<std::map<std::string, std::string>> safetensors_metadata;
+  std::shared_ptr<const GgufFile> gguf = nullptr;
   // The one descriptor the shard was opened with: its header was read from
   // it, and the load maps and reads it, never reopening `path` by name.
   std::shared_ptr<const InputFile> input = nullptr;
-
-  // Absolute file offset of the data section the tensors' offsets count from.
-  std::uint64_t data_offset() const { return gguf ? gguf->data_offset : safetensors.data_offset(); }
 };
 
 // The index file of a sharded checkpoint, as it was read: its text is
@@ -58,7 +62,7 @@ struct TensorRef {
   const TensorInfo *tensor = nullptr;
   explicit operator bool() const { return tensor != nullptr; }
   // Absolute offset of the tensor's first byte in its shard file.
-  std::uint64_t file_offset() const { return shard->data_offset() + tensor->begin; }
+  std::uint64_t file_offset() const { return shard->data_offset + tensor->begin; }
 };
 
 // Refuses a checkpoint whose shards hold more than `limit` tensors in all

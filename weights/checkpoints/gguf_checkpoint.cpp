@@ -52,7 +52,7 @@ std::optional<std::uint32_t> parse_digits(std::string_view digits) {
 }
 
 // The tensor table of a GGUF file in the form every checkpoint shard has.
-SafetensorsFile tensor_table(const GgufFile &gguf) {
+TensorTable tensor_table(const GgufFile &gguf) {
   std::vector<TensorInfo> tensors;
   tensors.reserve(gguf.tensors.size());
   std::uint64_t total = 0;
@@ -71,7 +71,7 @@ SafetensorsFile tensor_table(const GgufFile &gguf) {
     total += tensor.bytes;                    // tensors do not overlap, so the sum is at most the file size
     tensors.push_back(std::move(info));
   }
-  return SafetensorsFile{gguf.path, gguf.file_size, 0, SafetensorsHeader({}, std::move(tensors), total)};
+  return TensorTable(std::move(tensors), total);
 }
 
 // A part of the checkpoint, read from `input`, the one descriptor the load
@@ -80,7 +80,8 @@ Result<Shard> open_part(const fs::path &folder, const std::string &name, std::sh
   auto gguf = open_gguf(*input);
   if (!gguf) return gguf.error();
   auto shared = std::make_shared<const GgufFile>(std::move(gguf).value());
-  return Shard{name, folder / name, tensor_table(*shared), shared, std::move(input)};
+  return Shard{name,         folder / name, shared->file_size, shared->data_offset, tensor_table(*shared),
+               std::nullopt, shared,        std::move(input)};
 }
 
 // An integer metadata value of a part, or an error naming the part and key.

@@ -193,15 +193,7 @@ Result<void> check_prefix_size(std::uint64_t file_size, const Failure &fail) {
 
 SafetensorsHeader::SafetensorsHeader(std::map<std::string, std::string> metadata, std::vector<TensorInfo> tensors,
                                      std::uint64_t data_size, bool has_metadata)
-    : metadata_(std::move(metadata)), tensors_(std::move(tensors)), data_size_(data_size), has_metadata_(has_metadata) {
-  by_name_.reserve(tensors_.size());
-  for (std::size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
-}
-
-const TensorInfo *SafetensorsHeader::find(std::string_view name) const {
-  const auto found = by_name_.find(name);
-  return found == by_name_.end() ? nullptr : &tensors_[found->second];
-}
+    : metadata_(std::move(metadata)), has_metadata_(has_metadata), table_(std::move(tensors), data_size) {}
 
 Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view header_json, std::string_view file_name) {
   const Failure fail{file_name};

@@ -13,11 +13,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/diagnostic.hpp"
-#include "weights/formats/dtype.hpp"
-#include "weights/formats/string_map.hpp"
+#include "weights/formats/tensor_table.hpp"
 
 namespace rootspan::weights {
 
@@ -27,15 +27,6 @@ class InputFile;
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 // The little-endian header length before the header.
 inline constexpr std::uint64_t kSafetensorsPrefix = 8;
-
-struct TensorInfo {
-  std::string name;
-  SafetensorsDtype dtype;
-  std::vector<std::uint64_t> shape;
-  std::uint64_t begin = 0;  // data_offsets, relative to the data section
-  std::uint64_t end = 0;
-  std::uint64_t byte_length() const { return end - begin; }
-};
 
 class SafetensorsHeader {
  public:
@@ -48,18 +39,19 @@ class SafetensorsHeader {
   // Whether the header has a __metadata__ object (an empty one included);
   // false when it has none, or `"__metadata__": null`.
   bool has_metadata() const { return has_metadata_; }
-  const std::vector<TensorInfo> &tensors() const { return tensors_; }  // sorted by begin
-  std::uint64_t data_size() const { return data_size_; }               // bytes after the header
-
+  // The tensors, in the form every checkpoint file has (tensor_table.hpp);
+  // a checkpoint moves the table out of the header it read.
+  const TensorTable &table() const & { return table_; }
+  TensorTable table() && { return std::move(table_); }
+  const std::vector<TensorInfo> &tensors() const { return table_.tensors(); }  // sorted by begin
+  std::uint64_t data_size() const { return table_.data_bytes(); }              // bytes after the header
   // The tensor of that name, or nullptr.
-  const TensorInfo *find(std::string_view name) const;
+  const TensorInfo *find(std::string_view name) const { return table_.find(name); }
 
  private:
   std::map<std::string, std::string> metadata_;
-  std::vector<TensorInfo> tensors_;
-  std::uint64_t data_size_ = 0;
   bool has_metadata_ = false;
-  StringMap<std::size_t> by_name_;  // tensor name -> index in tensors_
+  TensorTable table_;
 };
 
 // One safetensors file: where its data section starts and what it holds.

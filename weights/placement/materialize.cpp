@@ -140,7 +140,7 @@ class LoadRun {
     // Each shard must still be the size its header was read at, and is read
     // through the descriptor its header came from.
     for (const Shard &shard : checkpoint.shards()) {
-      file_sizes_[shard.path] = shard.safetensors.file_size;
+      file_sizes_[shard.path] = shard.file_size;
       if (shard.input) files_.emplace(shard.path, shard.input);
     }
   }
