@@ -11,13 +11,9 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"
-#include "core/loader/provider_choice.hpp"
 #include "rootspan/weights.h"
 #include "weights/api/inspect.hpp"
-#include "weights/digests/digest_plan.hpp"
-#include "weights/placement/materialize.hpp"
-#include "weights/schema/component_selection.hpp"
-#include "weights/schema/read_plan.hpp"
+#include "weights/pipeline/load_pipeline.hpp"
 #include "weights/schema/schema.hpp"
 
 // The versioned structs of weights.h, for check_struct/read_struct/write_struct.
@@ -37,7 +33,11 @@ struct rootspan_weights {
   bool checked_digests = false;                               // the load was asked to check digests
   std::vector<rootspan::weights::Unverifiable> unverifiable;  // files it read that had none published
 
-  rootspan_weights(rootspan::Context *c, rootspan::weights::LoadResult r) : context(c), result(std::move(r)) {
+  rootspan_weights(rootspan::Context *c, rootspan::weights::FinishedLoad load)
+      : context(c),
+        result(std::move(load.result)),
+        checked_digests(load.checked_digests),
+        unverifiable(std::move(load.unverifiable)) {
     reindex();
   }
   // After result.components changed (a release that kept some roots).
@@ -115,16 +115,16 @@ std::optional<std::string> optional_string(const char *text) {
 
 // options.tensors as strings; a NULL array with a count, or a NULL entry, is
 // the caller's mistake.
-Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o) {
+Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o, const char *operation) {
   if (o.tensor_count != 0 && o.tensors == nullptr) {
     return rootspan::make_error(
-        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
         "options.tensors is NULL, but options.tensor_count is " + std::to_string(o.tensor_count));
   }
   std::vector<std::string> patterns;
   for (std::size_t i = 0; i < o.tensor_count; ++i) {
     if (o.tensors[i] == nullptr) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
                                   "options.tensors[" + std::to_string(i) + "] is NULL");
     }
     patterns.emplace_back(o.tensors[i]);
@@ -135,10 +135,10 @@ Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o)
 // The slicing of options (rank, world size, split rules); NULL rules with a
 // count, a NULL rule pattern or a short rule struct_size is the caller's
 // mistake.
-Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
+Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o, const char *operation) {
   if (o.split_rule_count != 0 && o.split_rules == nullptr) {
     return rootspan::make_error(
-        ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+        ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
         "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
   }
   if (o.split_convention != ROOTSPAN_SPLIT_TENSOR_SPLIT && o.split_convention != ROOTSPAN_SPLIT_CHUNK) {
@@ -159,7 +159,7 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   // and a stride from it would point far past the caller's array.
   constexpr std::size_t kLargestRule = 1024;
   if (first_size > kLargestRule) {
-    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
                                 "options.split_rules[0].struct_size is too large for any version of the struct",
                                 kLargestRule, first_size);
   }
@@ -169,12 +169,12 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   for (std::size_t i = 0; i < o.split_rule_count; ++i) {
     const auto &element = *reinterpret_cast<const rootspan_split_rule *>(bytes + i * stride);
     if (element.struct_size < ROOTSPAN_SPLIT_RULE_STRUCT_SIZE) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
                                   "options.split_rules[" + std::to_string(i) + "].struct_size is too small",
                                   ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, element.struct_size);
     }
     if (element.struct_size != first_size) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
                                   "options.split_rules[" + std::to_string(i) +
                                       "].struct_size differs from split_rules[0]'s (every rule of one array is "
                                       "one version of the struct)",
@@ -182,7 +182,7 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
     }
     const rootspan_split_rule &given = element;  // pattern and dimension lie within the size checked
     if (given.pattern == nullptr) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "load_component",
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
                                   "options.split_rules[" + std::to_string(i) + "].pattern is NULL");
     }
     spec.rules.push_back({given.pattern, given.dimension});
@@ -190,93 +190,25 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o) {
   return spec;
 }
 
-// The schema a load or an inspection resolves: the file, or one component
-// per tensor.
-Result<weights::ComponentSchema> schema_for(const weights::Checkpoint &checkpoint, const char *schema_path) {
-  if (schema_path != nullptr) return weights::load_component_schema(schema_path);
-  return weights::default_schema(checkpoint);
-}
-
-// A request as load, plan and hash all read it: the checkpoint opened once,
-// its schema's selected components resolved, and with world_size > 0 this
-// rank's read plan.
-struct Prepared {
-  weights::Checkpoint checkpoint;
-  weights::ResolvedSchema resolved;
-  std::optional<weights::ShardSpec> spec;  // set when the request is sliced
-  std::optional<weights::ReadPlan> plan;
-};
-
-// Decodes every option first (patterns, slicing), so that a malformed
-// request fails before any file is opened, then runs open -> schema ->
-// select -> resolve -> plan.
-Result<Prepared> prepare(const char *path, const rootspan_load_options &o) {
-  auto patterns = tensor_patterns(o);
+// A C request decoded once: the patterns and the slicing are checked before
+// any file is opened. Decoding errors are named after `operation`, the call
+// the caller made.
+Result<weights::LoadRequest> request_of(const char *path, const rootspan_load_options &o, const char *operation) {
+  weights::LoadRequest request;
+  request.path = path;
+  request.revision = optional_string(o.revision);
+  if (o.schema_path != nullptr) request.schema = o.schema_path;
+  auto patterns = tensor_patterns(o, operation);
   if (!patterns) return patterns.error();
-  std::optional<weights::ShardSpec> spec;
+  request.patterns = std::move(patterns).value();
   if (o.world_size != 0) {
-    auto decoded = shard_spec(o);
-    if (!decoded) return decoded.error();
-    spec = std::move(decoded).value();
+    auto spec = shard_spec(o, operation);
+    if (!spec) return spec.error();
+    request.spec = std::move(spec).value();
   }
-  auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
-  if (!checkpoint) return checkpoint.error();
-  auto schema = schema_for(checkpoint.value(), o.schema_path);
-  if (!schema) return schema.error();
-  auto selected = weights::select_components(std::move(schema).value(), patterns.value());
-  if (!selected) return selected.error();
-  auto resolved = weights::resolve_schema(checkpoint.value(), selected.value());
-  if (!resolved) return resolved.error();
-  std::optional<weights::ReadPlan> plan;
-  if (spec) {
-    auto made = weights::plan_reads(resolved.value().payloads, *spec);
-    if (!made) return made.error();
-    plan = std::move(made).value();
-  }
-  return Prepared{std::move(checkpoint).value(), std::move(resolved).value(), std::move(spec), std::move(plan)};
-}
-
-// The payloads a prepared request reads: this rank's slices, or every
-// component whole.
-Result<std::vector<weights::ComponentPayload>> payloads_read(Prepared &prepared) {
-  if (!prepared.plan) return std::move(prepared.resolved.payloads);
-  return weights::sliced_payloads(prepared.resolved.payloads, *prepared.plan);
-}
-
-// The ggml type of each payload's GGUF source tensor: a payload of one
-// source tensor (or of slices of one) has that tensor's type; -1 otherwise.
-std::vector<std::int32_t> gguf_types(const weights::Checkpoint &checkpoint,
-                                     std::span<const weights::ComponentPayload> payloads) {
-  std::vector<std::int32_t> types(payloads.size(), -1);
-  if (!checkpoint.is_gguf()) return types;
-  for (std::size_t i = 0; i < payloads.size(); ++i) {
-    const std::vector<std::string> &sources = payloads[i].component().sources;
-    if (sources.empty() ||
-        std::any_of(sources.begin(), sources.end(), [&](const std::string &s) { return s != sources.front(); })) {
-      continue;
-    }
-    for (const weights::Shard &shard : checkpoint.shards()) {
-      if (const weights::GgufTensor *t = shard.gguf->find_tensor(sources.front())) {
-        types[i] = static_cast<std::int32_t>(t->type->id);
-        break;
-      }
-    }
-  }
-  return types;
-}
-
-// The digests a verified load checks (none when it asks for no check).
-Result<weights::DigestPlan> digest_plan(const rootspan_load_options &o, const Prepared &prepared,
-                                        std::span<const weights::ComponentPayload> payloads) {
-  if (o.check_digests == 0 && o.digests_path == nullptr) return weights::DigestPlan{};
-  std::optional<weights::DigestManifest> manifest;
-  if (o.digests_path != nullptr) {
-    auto read = weights::read_digest_manifest(o.digests_path);
-    if (!read) return read.error();
-    manifest = std::move(read).value();
-  }
-  return weights::plan_digests(prepared.checkpoint, payloads, prepared.spec ? &*prepared.spec : nullptr,
-                               manifest ? &*manifest : nullptr);
+  request.check_digests = o.check_digests != 0;
+  if (o.digests_path != nullptr) request.digests_manifest = o.digests_path;
+  return request;
 }
 
 // The strategy a C caller asked for; an unknown value is refused by name.
@@ -335,25 +267,15 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     if (options != nullptr) o = read_struct(options);
     auto strategy = strategy_of(o.strategy);
     if (!strategy) return strategy.error();
-    rootspan::Context &ctx = *context->context;
-    // The provider first: a load that cannot be placed fails before any file work.
-    auto provider = rootspan::choose_provider(ctx.reports(), o.provider == nullptr ? "auto" : o.provider, o.device);
-    if (!provider) return provider.error();
-    auto prepared = prepare(path, o);
-    if (!prepared) return prepared.error();
-    auto payloads = payloads_read(prepared.value());
-    if (!payloads) return payloads.error();
-    auto digests = digest_plan(o, prepared.value(), payloads.value());
-    if (!digests) return digests.error();
-
+    auto request = request_of(path, o, "weights_load");
+    if (!request) return request.error();
     weights::LoadOptions load;
-    load.provider = provider.value().provider;
+    load.provider = o.provider == nullptr ? "auto" : o.provider;
     load.device = o.device;
     load.strategy = strategy.value();
     load.copy_on_write = o.copy_on_write != 0;
     load.populate = o.populate != 0;
     load.source_digests = o.source_digests != 0;
-    load.digests = std::move(digests.value().jobs);
     // 0 is the default; the ring checks the bounds (checked_staging_shape).
     load.staging = {o.staging_buffer_count, o.staging_buffer_bytes};
     if (o.progress != nullptr) {
@@ -367,18 +289,10 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
         return o.progress(o.progress_context, &progress) == 0;
       };
     }
-    const std::vector<std::int32_t> types = gguf_types(prepared.value().checkpoint, payloads.value());
-    weights::ResolvedSchema resolved{std::move(payloads).value(), std::move(prepared.value().resolved.skipped)};
-    auto loaded = weights::load_components(ctx, prepared.value().checkpoint, std::move(resolved), load);
+    rootspan::Context &ctx = *context->context;
+    auto loaded = weights::run_load(ctx, request.value(), std::move(load));
     if (!loaded) return loaded.error();
-    for (std::size_t i = 0; i < loaded.value().components.size(); ++i) {
-      loaded.value().components[i].gguf_type = types.at(i);  // the components are the payloads, in order
-    }
     *out = new rootspan_weights(&ctx, std::move(loaded).value());
-    auto &checked = (*out)->result.digests;
-    checked.insert(checked.begin(), digests.value().checked.begin(), digests.value().checked.end());
-    (*out)->unverifiable = std::move(digests.value().unverifiable);
-    (*out)->checked_digests = o.check_digests != 0 || o.digests_path != nullptr;
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
@@ -526,16 +440,21 @@ rootspan_status rootspan_checkpoint_inspect_with_options(const char *path, const
     rootspan_inspect_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
-    auto checkpoint = weights::Checkpoint::open(path, optional_string(o.revision));
-    if (!checkpoint) return checkpoint.error();
-    nlohmann::json document = weights::describe_checkpoint(path, checkpoint.value());
-    if (o.schema_path != nullptr) {
-      auto schema = weights::load_component_schema(o.schema_path);
-      if (!schema) return schema.error();
-      auto resolved = weights::resolve_schema(checkpoint.value(), schema.value());
-      if (!resolved) return resolved.error();
-      document["schema"] = weights::describe_resolved_schema(o.schema_path, resolved.value());
+    weights::LoadRequest request;
+    request.path = path;
+    request.revision = optional_string(o.revision);
+    if (o.schema_path == nullptr) {
+      // The first step alone: no schema, nothing to resolve.
+      auto checkpoint = weights::open_requested_checkpoint(request);
+      if (!checkpoint) return checkpoint.error();
+      *json = c_string(weights::describe_checkpoint(path, checkpoint.value()).dump());
+      return BOOST_OUTCOME_V2_NAMESPACE::success();
     }
+    request.schema = o.schema_path;
+    auto prepared = weights::prepare_load(request);
+    if (!prepared) return prepared.error();
+    nlohmann::json document = weights::describe_checkpoint(path, prepared.value().checkpoint);
+    document["schema"] = weights::describe_resolved_schema(o.schema_path, prepared.value().resolved);
     *json = c_string(document.dump());
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
@@ -578,9 +497,11 @@ rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_l
       return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "plan_reads",
                                   "options.world_size is 0; a read plan needs at least 1 rank");
     }
-    auto prepared = prepare(path, o);
+    auto request = request_of(path, o, "plan_reads");
+    if (!request) return request.error();
+    auto prepared = weights::prepare_load(request.value());
     if (!prepared) return prepared.error();
-    *json = c_string(weights::read_plan_json(*prepared.value().plan, *prepared.value().spec));
+    *json = c_string(weights::read_plan_json(*prepared.value().plan, *request.value().spec));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
@@ -630,7 +551,9 @@ rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_o
     rootspan_load_options o{};
     o.struct_size = sizeof o;
     if (options != nullptr) o = read_struct(options);
-    auto prepared = prepare(path, o);
+    auto request = request_of(path, o, "hash_checkpoint");
+    if (!request) return request.error();
+    auto prepared = weights::prepare_load(request.value());
     if (!prepared) return prepared.error();
     const weights::Checkpoint &checkpoint = prepared.value().checkpoint;
     std::vector<weights::DigestJob> jobs = weights::file_jobs(checkpoint);
@@ -639,7 +562,7 @@ rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_o
     std::vector<std::size_t> rank_of_job;  // for the component jobs after the files
     if (per_component != 0) {
       weights::ComponentDigests components;
-      const std::optional<weights::ShardSpec> &spec = prepared.value().spec;
+      const std::optional<weights::ShardSpec> &spec = request.value().spec;
       if (spec) {
         components.world_size = spec->world_size;
         components.convention = spec->convention;
