@@ -187,6 +187,30 @@ TEST_F(CheckpointOptionsTest, NullPatternsAreInvalidArguments) {
   EXPECT_EQ(live_roots(), 0u);
 }
 
+// A malformed request is named after the call that was made, whichever of
+// the three calls that read load options it went to.
+TEST_F(CheckpointOptionsTest, AMalformedRequestIsNamedAfterTheCallMade) {
+  rootspan_load_options o = options();
+  o.tensor_count = 1;  // and tensors NULL
+  o.world_size = 1;    // the read plan needs one
+  ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_ERR_INVALID_ARGUMENT) << message();
+  EXPECT_STREQ(rootspan_error_operation(error_.get()), "weights_load");
+  rootspan_error *raw = nullptr;
+  const auto named = [&](const char *call, rootspan_status status) {
+    error_.reset(raw);
+    EXPECT_EQ(status, ROOTSPAN_ERR_INVALID_ARGUMENT) << call;
+    ASSERT_NE(raw, nullptr) << call;
+    EXPECT_STREQ(rootspan_error_operation(raw), call);
+    EXPECT_NE(message().find("options.tensors is NULL, but options.tensor_count is 1"), std::string::npos)
+        << message();
+  };
+  char *json = nullptr;
+  named("plan_reads", rootspan_checkpoint_read_plan(dir_.path().c_str(), &o, &json, &raw));
+  EXPECT_EQ(json, nullptr);
+  named("hash_checkpoint", rootspan_checkpoint_hash(dir_.path().c_str(), &o, 0, &json, &raw));
+  EXPECT_EQ(json, nullptr);
+}
+
 TEST_F(CheckpointOptionsTest, ACallerWithTheOlderStructLoadsEverything) {
   // A caller compiled before tensors existed: its struct ends at
   // progress_context, and the bytes after it are never read.
