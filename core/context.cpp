@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/loader/abi_negotiation.hpp"
+#include "core/loader/provider_loading.hpp"
 #include "core/loader/static_providers.hpp"
 #include "dtype.hpp"
 
@@ -22,7 +23,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions &options) 
     BOOST_OUTCOME_TRY(context->start_static_providers());
   }
   if (!options.manifests.empty() || options.discover_manifests) {
-    BOOST_OUTCOME_TRY(context->load_manifests(options.manifests, options.discover_manifests));
+    BOOST_OUTCOME_TRY(context->start_manifest_providers(options.manifests, options.discover_manifests));
   }
   return context;
 }
@@ -30,6 +31,34 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions &options) 
 Result<void> Context::start_static_providers() {
   for (rootspan_provider_entry_fn entry : static_provider_entries()) {
     BOOST_OUTCOME_TRY(add_provider(entry, "{}", ROOTSPAN_ORIGIN_STATIC));
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> Context::start_manifest_providers(const std::vector<std::string> &paths, bool discover) {
+  auto found = find_manifest_providers(paths, discover);
+  if (!found) return found.error();
+  manifests_ = std::move(found.value().manifests);
+  std::vector<std::string> reasons;  // of everything an error skipped or failed
+  for (ManifestFinding &finding : found.value().findings) {
+    ProviderReport &report = finding.report;
+    if (finding.plugin) {
+      const PluginToStart &plugin = *finding.plugin;
+      std::lock_guard adding(add_mutex_);
+      auto started = start_provider(plugin.table, plugin.library, plugin.options_json, report);  // records it
+      if (started) continue;
+      mark_entry_failure(report, started.error(), plugin.description);  // L7: this entry only
+    }
+    if (report.code != ROOTSPAN_OK) reasons.push_back(report.reason);
+    record(std::move(report));
+  }
+  if (providers().empty() && !reasons.empty()) {
+    std::string all;
+    for (const std::string &r : reasons) all += "\n  " + r;
+    Diagnostic d = make_error(ROOTSPAN_ERR_NO_PROVIDER, "load_manifest",
+                              "no provider could be used; " + std::to_string(reasons.size()) + " reasons:" + all);
+    d.policy = "L7";
+    return d;
   }
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

@@ -11,29 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/provider_report.hpp"
 #include "provider.hpp"
 #include "root.hpp"
 
 namespace rootspan {
-
-// One provider the context knows of, loaded or not; mirrors
-// rootspan_provider_report.
-struct ProviderReport {
-  std::string name;
-  std::string kind;
-  rootspan_provider_origin origin = ROOTSPAN_ORIGIN_STATIC;
-  rootspan_provider_state state = ROOTSPAN_PROVIDER_LOADED;
-  std::string library;   // "" for a static provider
-  std::string manifest;  // "" for a static provider
-  std::uint32_t abi_major = 0;
-  std::uint32_t abi_minor = 0;
-  std::uint32_t device_count = 0;
-  std::int32_t priority = 0;
-  std::string policy;                  // the policy that skipped it, or ""
-  std::string reason;                  // why it was skipped or failed, or why it has no device
-  rootspan_status code = ROOTSPAN_OK;  // the error that skipped or failed it
-  std::string note;                    // what a loaded provider said when it counted its devices, or ""
-};
 
 struct ContextOptions {
   bool static_providers = true;
@@ -101,10 +83,10 @@ class Context {
  private:
   Context() = default;
   Result<void> start_static_providers();
-  // Reads each manifest and loads its providers (L1-L8), recording a report
-  // for every entry, loaded or not (provider_loading.cpp).
-  Result<void> load_manifests(const std::vector<std::string> &paths, bool discover);
-  Result<void> load_manifest_entry(const struct ManifestEntry &entry, ProviderReport &report);
+  // Starts the plugins the manifests name (the loader checks, loads and
+  // negotiates them: core/loader/provider_loading.hpp), recording a report
+  // for every entry, started or not; NO_PROVIDER when none could be used.
+  Result<void> start_manifest_providers(const std::vector<std::string> &paths, bool discover);
   // A second provider of one name is refused (L6).
   Result<void> check_unique_name(const std::string &name) const;
   void record(ProviderReport report);
