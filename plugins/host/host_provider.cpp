@@ -16,9 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "plugins/kit/provider_kit.hpp"
 #include "rootspan/provider.h"
 
 namespace {
+
+using rootspan_plugin_kit::copy_text;
+using rootspan_plugin_kit::fail;
+using rootspan_plugin_kit::read_struct;
+using rootspan_plugin_kit::write_message;
+using rootspan_plugin_kit::write_struct;
 
 // Huge-page mappings released by roots, kept to back later allocations of
 // the same size. Fresh anonymous memory is expensive to fill the first time
@@ -127,15 +134,9 @@ void *map_huge_aligned(std::size_t length, std::size_t alignment) {
 
 HostInstance *as_host(rootspan_provider_instance *instance) { return reinterpret_cast<HostInstance *>(instance); }
 
-rootspan_status fail(rootspan_provider_message *message, rootspan_status status, const char *text) {
-  std::snprintf(message->data, message->capacity, "%s", text);
-  return status;
-}
-
 rootspan_status host_init(const rootspan_core_services *services_in, const char *,
                           rootspan_provider_instance **instance, rootspan_provider_message *message) {
-  rootspan_core_services services;
-  rootspan_struct_read(&services, ROOTSPAN_CORE_SERVICES_STRUCT_SIZE, services_in, sizeof(std::size_t));
+  const rootspan_core_services services = read_struct(services_in);
   if (services.granted_domain_count == 0 || services.granted_domains == nullptr) {
     return fail(message, ROOTSPAN_ERR_INVALID_ARGUMENT, "no domain granted");
   }
@@ -170,11 +171,9 @@ rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *c
   // first copy load faults every 4 KiB page of fresh memory.
   const std::string mode = transparent_huge_pages_mode();
   if (mode == "always" || mode == "madvise") {
-    std::snprintf(message->data, message->capacity,
-                  "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
+    write_message(message, "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
   } else if (!mode.empty()) {
-    std::snprintf(message->data, message->capacity,
-                  "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",
+    write_message(message, "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",
                   mode.c_str());
   }
   return ROOTSPAN_OK;
@@ -186,11 +185,11 @@ rootspan_status host_device_info(rootspan_provider_instance *, std::uint32_t ord
   const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   rootspan_device_info out{};
   out.ordinal = 0;
-  std::snprintf(out.name, sizeof out.name, "host");
+  copy_text(out.name, sizeof out.name, "host");
   out.pci_bus_id[0] = '\0';
   out.total_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * page;
   out.free_memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
-  rootspan_struct_write(info, &out, ROOTSPAN_DEVICE_INFO_STRUCT_SIZE);
+  write_struct(info, out);
   return ROOTSPAN_OK;
 }
 
@@ -205,31 +204,29 @@ void describe(HostInstance *host, HostBlock *block, std::uint64_t length, std::u
   out.host_base = block->data;
   out.device = 0;
   out.provider_handle = block;
-  rootspan_struct_write(allocation, &out, ROOTSPAN_PROVIDER_ALLOCATION_STRUCT_SIZE);
+  write_struct(allocation, out);
 }
 
 rootspan_status host_allocate(rootspan_provider_instance *instance, const rootspan_allocation_request *request_in,
                               rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
-  rootspan_allocation_request want;
-  rootspan_allocation_request *request = &want;
-  rootspan_struct_read(&want, ROOTSPAN_ALLOCATION_REQUEST_STRUCT_SIZE, request_in, sizeof(std::size_t));
-  if (request->memory_kind != ROOTSPAN_MEMORY_HOST) {
+  const rootspan_allocation_request request = read_struct(request_in);
+  if (request.memory_kind != ROOTSPAN_MEMORY_HOST) {
     return fail(message, ROOTSPAN_ERR_UNSUPPORTED, "the host provider allocates only ROOTSPAN_MEMORY_HOST");
   }
-  if (request->device != 0) return fail(message, ROOTSPAN_ERR_NOT_FOUND, "the host provider has only device 0");
+  if (request.device != 0) return fail(message, ROOTSPAN_ERR_NOT_FOUND, "the host provider has only device 0");
   // posix_memalign wants at least pointer alignment; a zero-length root still
   // gets a unique address.
-  const std::size_t alignment = request->alignment < sizeof(void *) ? sizeof(void *) : request->alignment;
+  const std::size_t alignment = request.alignment < sizeof(void *) ? sizeof(void *) : request.alignment;
   void *data = nullptr;
   std::size_t mapped_bytes = 0;
-  if (request->byte_length >= kHugePage && request->byte_length <= SIZE_MAX - kHugePage) {
-    const std::size_t length = (request->byte_length + kHugePage - 1) & ~(kHugePage - 1);
+  if (request.byte_length >= kHugePage && request.byte_length <= SIZE_MAX - kHugePage) {
+    const std::size_t length = (request.byte_length + kHugePage - 1) & ~(kHugePage - 1);
     const std::size_t huge_alignment = alignment < kHugePage ? kHugePage : alignment;
     data = as_host(instance)->released.take(length, huge_alignment);
     if (data == nullptr) data = map_huge_aligned(length, huge_alignment);
     if (data != nullptr) mapped_bytes = length;
   }
-  if (data == nullptr && posix_memalign(&data, alignment, request->byte_length == 0 ? 1 : request->byte_length) != 0) {
+  if (data == nullptr && posix_memalign(&data, alignment, request.byte_length == 0 ? 1 : request.byte_length) != 0) {
     return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "posix_memalign failed");
   }
   auto *block = new (std::nothrow) HostBlock{data, true, nullptr, nullptr, mapped_bytes};
@@ -241,18 +238,16 @@ rootspan_status host_allocate(rootspan_provider_instance *instance, const rootsp
     }
     return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  describe(as_host(instance), block, request->byte_length, alignment, allocation);
+  describe(as_host(instance), block, request.byte_length, alignment, allocation);
   return ROOTSPAN_OK;
 }
 
 rootspan_status host_import(rootspan_provider_instance *instance, const rootspan_host_memory *memory_in,
                             rootspan_provider_allocation *allocation, rootspan_provider_message *message) {
-  rootspan_host_memory taken;
-  const rootspan_host_memory *memory = &taken;
-  rootspan_struct_read(&taken, ROOTSPAN_HOST_MEMORY_STRUCT_SIZE, memory_in, sizeof(std::size_t));
-  auto *block = new (std::nothrow) HostBlock{memory->data, false, memory->deleter, memory->deleter_context};
+  const rootspan_host_memory memory = read_struct(memory_in);
+  auto *block = new (std::nothrow) HostBlock{memory.data, false, memory.deleter, memory.deleter_context};
   if (block == nullptr) return fail(message, ROOTSPAN_ERR_OUT_OF_MEMORY, "out of memory");
-  describe(as_host(instance), block, memory->byte_length, memory->alignment, allocation);
+  describe(as_host(instance), block, memory.byte_length, memory.alignment, allocation);
   return ROOTSPAN_OK;
 }
 
@@ -275,7 +270,7 @@ rootspan_status host_map(rootspan_provider_instance *, const rootspan_provider_a
   out.data = static_cast<char *>(allocation->host_base) + offset;
   out.byte_length = length;
   out.provider_token = nullptr;
-  rootspan_struct_write(mapping, &out, ROOTSPAN_PROVIDER_MAPPING_STRUCT_SIZE);
+  write_struct(mapping, out);
   return ROOTSPAN_OK;
 }
 
