@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "command.hpp"
+#include "core/text/closest_names.hpp"
 #include "help_text.hpp"
-#include "suggestion.hpp"
 
 namespace rootspan::cli {
 

@@ -38,10 +38,10 @@ extern "C" {
 /* ---- versions ---------------------------------------------------------- */
 
 #define ROOTSPAN_VERSION_MAJOR 0
-#define ROOTSPAN_VERSION_MINOR 6
+#define ROOTSPAN_VERSION_MINOR 7
 #define ROOTSPAN_VERSION_PATCH 0
 
-/* The library's version string, e.g. "0.6.0". Static storage. */
+/* The library's version string, e.g. "0.7.0". Static storage. */
 ROOTSPAN_API const char *rootspan_version(void);
 
 /* Static names of codes and element types ("Conflict", "F32"); never NULL. */

@@ -314,6 +314,15 @@ ROOTSPAN_API rootspan_status rootspan_weights_component(const rootspan_weights *
  * ROOTSPAN_ERR_NOT_FOUND when no loaded component has it (a skipped one
  * included); ROOTSPAN_ERR_INVALID_ARGUMENT for NULLs. */
 ROOTSPAN_API rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index);
+/* Added in 0.7.0. rootspan_weights_find for a caller that wants to say why a
+ * lookup missed: on ROOTSPAN_ERR_NOT_FOUND, *error (when error is not NULL;
+ * free it with rootspan_error_free) names the id and what is there instead:
+ * the reason the component was skipped, or how many components were loaded
+ * and the ids closest to it (at most three, each within a typo's distance),
+ * or else the first three ids. Operation "weights_lookup".
+ * ROOTSPAN_ERR_INVALID_ARGUMENT for NULL weights, id or index. */
+ROOTSPAN_API rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const char *id, size_t *index,
+                                                     rootspan_error **error);
 /* The static name of a role ("values", "packed_values", ...); "" when out of range. */
 ROOTSPAN_API const char *rootspan_role_name(rootspan_component_role role);
 /* Optional components whose sources are missing: id and reason live as long

@@ -230,7 +230,7 @@ int main(void) {
   unsigned i;
 
   /* versions and names */
-  EXPECT_STRING(rootspan_version(), "0.6.0");
+  EXPECT_STRING(rootspan_version(), "0.7.0");
   EXPECT_STRING(rootspan_status_name(ROOTSPAN_ERR_CONFLICT), "Conflict");
   EXPECT_STRING(rootspan_dtype_name(ROOTSPAN_DTYPE_BF16), "BF16");
   CHECK(rootspan_dtype_size(ROOTSPAN_DTYPE_C64) == 16, "C64 is two F64");

@@ -70,7 +70,7 @@ TEST(DTypes, NamesAndSizes) {
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F4), 0u);
   EXPECT_EQ(rootspan_dtype_size(ROOTSPAN_DTYPE_F6_E2M3), 0u);
   EXPECT_EQ(rootspan_dtype_size(-3), 0u);
-  EXPECT_STREQ(rootspan_version(), "0.6.0");
+  EXPECT_STREQ(rootspan_version(), "0.7.0");
 }
 
 TEST(ErrorObject, AccessorsOnNullAreSafe) {

@@ -201,8 +201,7 @@ TEST_F(CheckpointOptionsTest, AMalformedRequestIsNamedAfterTheCallMade) {
     EXPECT_EQ(status, ROOTSPAN_ERR_INVALID_ARGUMENT) << call;
     ASSERT_NE(raw, nullptr) << call;
     EXPECT_STREQ(rootspan_error_operation(raw), call);
-    EXPECT_NE(message().find("options.tensors is NULL, but options.tensor_count is 1"), std::string::npos)
-        << message();
+    EXPECT_NE(message().find("options.tensors is NULL, but options.tensor_count is 1"), std::string::npos) << message();
   };
   char *json = nullptr;
   named("plan_reads", rootspan_checkpoint_read_plan(dir_.path().c_str(), &o, &json, &raw));

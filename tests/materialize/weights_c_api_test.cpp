@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -783,6 +784,47 @@ TEST_F(WeightsCApiTest, FindReturnsTheIndexOfALoadedComponentById) {
   EXPECT_EQ(rootspan_weights_find(weights_, nullptr, &index), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(rootspan_weights_find(weights_, "first", nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(index, 99u);
+}
+
+// rootspan_weights_lookup: a hit is find's; a miss says what is there.
+TEST_F(WeightsCApiTest, ALookupThatMissesSaysWhatIsThere) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors",
+                                             {{"norm", "F32", {4}}, {"up", "F32", {4}}, {"down", "F32", {4}}}, 112);
+  const fs::path schema = dir_.write_text(
+      "schema.json", schema_json({dense_component("norm", "values", {"norm"}, {4}, "F32"),
+                                  dense_component("up", "values", {"up"}, {4}, "F32"),
+                                  dense_component("down", "values", {"down"}, {4}, "F32"),
+                                  dense_component("lm_head", "values", {"lm_head"}, {4}, "F32", /*required=*/false)}));
+  rootspan_load_options o = options();
+  o.schema_path = schema.c_str();
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  const auto missed = [&](const char *id) {
+    std::size_t index = 99;
+    rootspan_error *raw = nullptr;
+    EXPECT_EQ(rootspan_weights_lookup(weights_, id, &index, &raw), ROOTSPAN_ERR_NOT_FOUND) << id;
+    EXPECT_EQ(index, 99u);
+    std::unique_ptr<rootspan_error, decltype(&rootspan_error_free)> error(raw, rootspan_error_free);
+    if (raw == nullptr) return std::string("no error");
+    EXPECT_STREQ(rootspan_error_operation(raw), "weights_lookup");
+    return std::string(rootspan_error_cause(raw));
+  };
+  EXPECT_EQ(missed("norn"), "no loaded component has the id or tensor name \"norn\" (3 loaded; closest: \"norm\")");
+  EXPECT_EQ(missed("dwn"), "no loaded component has the id or tensor name \"dwn\" (3 loaded; closest: \"down\")");
+  EXPECT_EQ(missed("embed_tokens"),
+            "no loaded component has the id or tensor name \"embed_tokens\" (3 loaded: \"norm\", \"up\", \"down\")");
+  EXPECT_NE(missed("lm_head").find("(skipped: "), std::string::npos) << missed("lm_head");
+  // A hit is find's answer; NULLs are the caller's mistake, with or without an error.
+  std::size_t index = 99;
+  ASSERT_EQ(rootspan_weights_lookup(weights_, "up", &index, nullptr), ROOTSPAN_OK);
+  EXPECT_STREQ(info(index).id, "up");
+  EXPECT_EQ(rootspan_weights_lookup(weights_, "nope", &index, nullptr), ROOTSPAN_ERR_NOT_FOUND);
+  rootspan_error *raw = nullptr;
+  EXPECT_EQ(rootspan_weights_lookup(nullptr, "up", &index, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  ASSERT_NE(raw, nullptr);
+  EXPECT_NE(std::string(rootspan_error_cause(raw)).find("NULL"), std::string::npos);
+  rootspan_error_free(raw);
+  EXPECT_EQ(rootspan_weights_lookup(weights_, nullptr, &index, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rootspan_weights_lookup(weights_, "up", nullptr, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(WeightsCApiTest, RoleNamesAreTheSchemaNames) {

@@ -148,11 +148,11 @@ libdir=$(dirname "$library")
 for header in rootspan.h weights.h types.h provider.h; do
   [ -f "$prefix/include/rootspan/$header" ] || { echo "FAIL: $prefix/include/rootspan/$header was not installed"; exit 1; }
 done
-[ -f "$libdir/librootspan.so.0.6.0" ] && [ ! -L "$libdir/librootspan.so.0.6.0" ] ||
-  { echo "FAIL: $libdir/librootspan.so.0.6.0 is not the installed library file"; ls -l "$libdir"; exit 1; }
-[ "$(readlink "$libdir/librootspan.so.0")" = librootspan.so.0.6.0 ] &&
+[ -f "$libdir/librootspan.so.0.7.0" ] && [ ! -L "$libdir/librootspan.so.0.7.0" ] ||
+  { echo "FAIL: $libdir/librootspan.so.0.7.0 is not the installed library file"; ls -l "$libdir"; exit 1; }
+[ "$(readlink "$libdir/librootspan.so.0")" = librootspan.so.0.7.0 ] &&
   [ "$(readlink "$libdir/librootspan.so")" = librootspan.so.0 ] ||
-  { echo "FAIL: SONAME links librootspan.so -> .so.0 -> .so.0.6.0 missing"; ls -l "$libdir"; exit 1; }
+  { echo "FAIL: SONAME links librootspan.so -> .so.0 -> .so.0.7.0 missing"; ls -l "$libdir"; exit 1; }
 
 example=$work/build/tools/example-checkpoint
 schema=$example/schema.json
@@ -266,8 +266,8 @@ sed 's/find_package(rootspan 0.1 REQUIRED)/find_package(rootspan 1.0 REQUIRED)/'
 cp "$program" "$work/cmake-major-1/"
 if cmake -S "$work/cmake-major-1" -B "$work/cmake-major-1/build" -DCMAKE_PREFIX_PATH="$prefix" \
     >"$work/cmake-major-1.log" 2>&1; then
-  echo "FAIL: find_package(rootspan 1.0) accepted version 0.6.0"; exit 1
+  echo "FAIL: find_package(rootspan 1.0) accepted version 0.7.0"; exit 1
 fi
-grep -q 'rootspan-config.cmake, version: 0.6.0' "$work/cmake-major-1.log" ||
+grep -q 'rootspan-config.cmake, version: 0.7.0' "$work/cmake-major-1.log" ||
   { echo "FAIL: find_package(rootspan 1.0) failed for another reason:"; cat "$work/cmake-major-1.log"; exit 1; }
 echo "ok: find_package(rootspan 1.0) is refused by the version file"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "byte_size.hpp"
+#include "core/text/closest_names.hpp"
 #include "help_text.hpp"
-#include "suggestion.hpp"
 #include "terminal_text.hpp"
 #include "text_table.hpp"
 
@@ -63,6 +63,17 @@ TEST(ClosestName, SuggestsOnlyNearNames) {
   EXPECT_EQ(closest_name("lpan", commands), "plan");  // a swap is one edit
   EXPECT_EQ(closest_name("frobnicate", commands), "");
   EXPECT_EQ(closest_name("--verfy", {"--verify", "--json", "--schema"}), "--verify");
+}
+
+TEST(ClosestName, ListsTheNearestFirstAndAtMostAsMany) {
+  const std::vector<std::string_view> ids = {"layers.1.up", "layers.10.up", "layers.1.down", "layers.11.up", "norm"};
+  EXPECT_EQ(closest_names("layers.1.up", ids, 3),
+            (std::vector<std::string_view>{"layers.1.up", "layers.10.up", "layers.11.up"}));
+  EXPECT_EQ(closest_names("layers.1.upp", ids, 1), (std::vector<std::string_view>{"layers.1.up"}));
+  EXPECT_TRUE(closest_names("embed_tokens", ids, 3).empty());
+  EXPECT_EQ(typo_distance("norm", "norn"), 1u);
+  EXPECT_EQ(typo_distance("norm", "nrom"), 1u);                 // a swap is one edit
+  EXPECT_EQ(typo_distance("norm", "normalize"), std::nullopt);  // the length alone rules it out
 }
 
 std::string printed(const TextTable &table, std::size_t width) {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"
+#include "core/text/closest_names.hpp"
+#include "core/text/quoting.hpp"
 #include "rootspan/weights.h"
 #include "weights/api/inspect.hpp"
 #include "weights/pipeline/load_pipeline.hpp"
@@ -98,6 +100,31 @@ rootspan_component_info info_of(const weights::LoadResult &result, const weights
   info.source_offset = c.source_offset;
   info.source_contiguous = c.source_contiguous ? 1 : 0;
   return info;
+}
+
+// What a lookup of `missing` could have meant, for its NotFound: the reason
+// it was skipped, or the loaded ids nearest to it, or the first few.
+std::string what_is_there(const rootspan_weights &held, std::string_view missing) {
+  constexpr std::size_t kShown = 3;
+  for (const weights::SkippedComponent &skipped : held.result.skipped) {
+    if (skipped.id == missing) return "skipped: " + skipped.reason;
+  }
+  const auto &components = held.result.components;
+  if (components.empty()) return "nothing was loaded";
+  std::vector<std::string_view> names;
+  names.reserve(components.size() + held.index_of_source.size());
+  for (const weights::LoadedComponent &c : components) names.push_back(c.id);
+  for (const auto &[source, _] : held.index_of_source) names.push_back(source);
+  const auto listed = [](std::span<const std::string_view> shown) {
+    std::string out;
+    for (std::string_view name : shown) out += (out.empty() ? "" : ", ") + rootspan::quoted_text(name);
+    return out;
+  };
+  const std::string loaded = std::to_string(components.size()) + " loaded";
+  const std::vector<std::string_view> near = rootspan::closest_names(missing, names, kShown);
+  if (!near.empty()) return loaded + "; closest: " + listed(near);
+  const std::size_t shown = std::min(kShown, components.size());
+  return loaded + ": " + listed(std::span(names).first(shown)) + (components.size() > shown ? ", ..." : "");
 }
 
 // A copy of text the caller frees with rootspan_string_free.
@@ -331,6 +358,21 @@ rootspan_status rootspan_weights_find(const rootspan_weights *weights, const cha
     }
   }
   return ROOTSPAN_ERR_NOT_FOUND;
+}
+
+rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const char *id, size_t *index,
+                                        rootspan_error **error) {
+  constexpr const char *kOperation = "weights_lookup";
+  if (weights == nullptr || id == nullptr || index == nullptr) {
+    return invalid(error, kOperation, "weights, id or index is NULL");
+  }
+  const rootspan_status found = rootspan_weights_find(weights, id, index);
+  if (found != ROOTSPAN_ERR_NOT_FOUND) return found;
+  return guarded(error, kOperation, [&]() -> Result<void> {
+    return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
+                                "no loaded component has the id or tensor name " + rootspan::quoted_text(id) + " (" +
+                                    what_is_there(*weights, id) + ")");
+  });
 }
 
 const char *rootspan_role_name(rootspan_component_role role) {

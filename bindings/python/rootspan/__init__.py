@@ -11,7 +11,7 @@ A pure-ctypes binding of librootspan's C ABI (rootspan.h, weights.h):
 The library is found next to this package, through ROOTSPAN_LIBRARY, in the
 libdir recorded at install time, or on the system path (see _library).
 """
-__version__ = "0.6.0"  # the library's version too: test_api checks that they agree
+__version__ = "0.7.0"  # the library's version too: test_api checks that they agree
 
 from . import dlpack
 from ._library import LibraryNotFoundError

@@ -230,6 +230,7 @@ PROTOTYPES = {
     "rootspan_weights_component_count": (c_int32, [_P, _SIZEP]),
     "rootspan_weights_component": (c_int32, [_P, c_size_t, POINTER(ComponentInfo)]),
     "rootspan_weights_find": (c_int32, [_P, c_char_p, _SIZEP]),
+    "rootspan_weights_lookup": (c_int32, [_P, c_char_p, _SIZEP, _ERR]),
     "rootspan_role_name": (c_char_p, [c_int32]),
     "rootspan_weights_skipped_count": (c_int32, [_P, _SIZEP]),
     "rootspan_weights_skipped": (c_int32, [_P, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),

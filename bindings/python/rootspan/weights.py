@@ -311,23 +311,24 @@ class Weights(collections.abc.Mapping):
     def __getitem__(self, component_id):
         if not isinstance(component_id, str):
             raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
-        index = self._find(component_id)
-        if index is None:
-            raise KeyError(f"no loaded component has the id or tensor name {component_id!r}"
-                           f"{self._what_is_there(component_id)}")
-        return self._components[index]
+        return self._components[self._lookup(component_id)]
 
-    def _what_is_there(self, missing):
-        """Why a lookup missed, as a clause: the component was skipped, or what was loaded (the closest ids)."""
-        if missing in self._skipped:
-            return f" (skipped: {self._skipped[missing]})"
-        import difflib
-        ids = [c.id for c in self._components]
-        close = difflib.get_close_matches(missing, ids, n=3, cutoff=0.6)
-        if close:
-            return f" ({len(ids)} loaded; closest: {', '.join(map(repr, close))})"
-        shown = ", ".join(map(repr, ids[:3])) + (", ..." if len(ids) > 3 else "")
-        return f" ({len(ids)} loaded: {shown})" if ids else " (nothing was loaded)"
+    def _lookup(self, name):
+        """The index of the component with this id or tensor name; on a miss, a KeyError in the
+        library's words, saying what is there (the reason it was skipped, or the closest ids)."""
+        state = self._context._state
+        with state.lock:  # the liveness check and the call, against a close on another thread
+            handle = self._live("find_component")
+            index = ctypes.c_size_t()
+            err = ctypes.c_void_p()
+            status = state.lib.rootspan_weights_lookup(handle, _abi.c_text(name, "component id"),
+                                                       ctypes.byref(index), ctypes.byref(err))
+        if status == _abi.OK:
+            return index.value
+        error = errors.from_handle(state.lib, status, err)
+        if status == _abi.ERR_NOT_FOUND:
+            raise KeyError(error.cause) from None
+        raise error
 
     def __contains__(self, component_id):
         return isinstance(component_id, str) and "\0" not in component_id and self._find(component_id) is not None
@@ -335,10 +336,11 @@ class Weights(collections.abc.Mapping):
     def _find(self, name):
         """The index of the component with this id, or of the one-tensor component whose
         tensor has this name outside the id rule (loaded as "tensor.<n>"); None when none."""
-        handle = self._live("find_component")
-        index = ctypes.c_size_t()
-        name_c = _abi.c_text(name, "component id")
-        status = self._context._state.lib.rootspan_weights_find(handle, name_c, ctypes.byref(index))
+        state = self._context._state
+        with state.lock:
+            handle = self._live("find_component")
+            index = ctypes.c_size_t()
+            status = state.lib.rootspan_weights_find(handle, _abi.c_text(name, "component id"), ctypes.byref(index))
         if status == _abi.ERR_NOT_FOUND:
             return None
         errors.check_plain(status, "find_component", f"rootspan_weights_find({name!r}) failed")

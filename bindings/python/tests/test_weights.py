@@ -123,9 +123,9 @@ class ExampleCheckpoint(Base):
             self.assertIn("norm", weights)
             with self.assertRaisesRegex(KeyError, "skipped: 1 of its 1 source tensors"):
                 weights["layers.0.attn.q.scales"]
-            with self.assertRaisesRegex(KeyError, r"no loaded component has the id or tensor name 'nope' \(4 loaded: "):
+            with self.assertRaisesRegex(KeyError, r'no loaded component has the id or tensor name "nope" \(4 loaded: '):
                 weights["nope"]
-            with self.assertRaisesRegex(KeyError, r"'norn' \(4 loaded; closest: 'norm'\)"):
+            with self.assertRaisesRegex(KeyError, r'"norn" \(4 loaded; closest: "norm"\)'):
                 weights["norn"]
             with self.assertRaisesRegex(TypeError, "component ids are str, got int"):
                 weights[0]
