@@ -1136,6 +1136,14 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
     CHECK(info.id != nullptr && info.root != nullptr, "a component without id or root");
     std::size_t found = SIZE_MAX;
     CHECK(rootspan_weights_find(weights, info.id, &found) == ROOTSPAN_OK && found == i, "weights_find", info.id);
+    // A lookup agrees with find; a miss comes with an error naming the call.
+    const std::string near = std::string(info.id) + "~";
+    rootspan_error *missed = nullptr;
+    const rootspan_status looked = rootspan_weights_lookup(weights, near.c_str(), &found, &missed);
+    CHECK(looked == ROOTSPAN_ERR_NOT_FOUND && missed != nullptr &&
+              std::string_view(rootspan_error_operation(missed)) == "weights_lookup",
+          "weights_lookup", near);
+    rootspan_error_free(missed);
     record_root(h, info.root, nullptr, true);
     w.roots.push_back(info.root);
   }
