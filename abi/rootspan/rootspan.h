@@ -91,6 +91,9 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_span, ROOTSPAN_SPAN_STRUCT_SIZE);
 /* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
 #define ROOTSPAN_SPAN_PUBLISHED_SIZES ROOTSPAN_SPAN_STRUCT_SIZE
 
+/* The error's status code. A NULL error (one the library could not allocate)
+ * reads as ROOTSPAN_ERR_OUT_OF_MEMORY, and every accessor below answers
+ * something for it: "" or a fixed message, never a crash. */
 ROOTSPAN_API rootspan_status rootspan_error_code(const rootspan_error *error);
 /* The operation's name: the C function that failed without its "rootspan_"
  * prefix ("claim_acquire", "map_read", "root_allocate", ...), or for the
@@ -196,6 +199,12 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_report, ROOTSPAN_PROVIDER_REPORT_ST
 #define ROOTSPAN_PROVIDER_REPORT_PUBLISHED_SIZES \
   ROOTSPAN_STRUCT_END(rootspan_provider_report, code), ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE
 
+/* Every provider the context knows of, loaded or not, in the order it met
+ * them (static providers first, then each manifest entry). report_get fills
+ * *report up to its struct_size (set by the caller); its strings live as long
+ * as the context, and a report never changes once made. INVALID_ARGUMENT for
+ * NULLs or a struct_size below the oldest published size or inside a field;
+ * NOT_FOUND for an index past the count. */
 ROOTSPAN_API rootspan_status rootspan_provider_report_count(const rootspan_context *context, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_provider_report_get(const rootspan_context *context, size_t index,
                                                           rootspan_provider_report *report);
@@ -270,6 +279,9 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_allocate_options, ROOTSPAN_ALLOCATE_OPTIONS_
 /* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
 #define ROOTSPAN_ALLOCATE_OPTIONS_PUBLISHED_SIZES ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE
 
+/* Allocates as *options says (provider NULL: "host") and returns the new root
+ * in *root (NULL on failure), owned by the context until rootspan_root_release
+ * or the context's destruction. */
 ROOTSPAN_API rootspan_status rootspan_root_allocate(rootspan_context *context, const rootspan_allocate_options *options,
                                                     rootspan_root **root, rootspan_error **error);
 

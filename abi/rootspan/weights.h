@@ -305,6 +305,12 @@ ROOTSPAN_API rootspan_status rootspan_weights_bytes_read(const rootspan_weights 
 
 /* The provider the components live in; lives as long as the weights. */
 ROOTSPAN_API const char *rootspan_weights_provider(const rootspan_weights *weights);
+/* The components loaded, indexed 0 to count - 1 in the schema's order.
+ * rootspan_weights_component fills *info up to its struct_size (set by the
+ * caller); its strings and shape live as long as the weights, its root until
+ * the component or the weights are released. INVALID_ARGUMENT for NULLs or a
+ * struct_size below the oldest published size or inside a field; NOT_FOUND
+ * past the count. */
 ROOTSPAN_API rootspan_status rootspan_weights_component_count(const rootspan_weights *weights, size_t *count);
 ROOTSPAN_API rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                                         rootspan_component_info *info);
@@ -361,6 +367,8 @@ ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, ro
  * document (docs/cli.md, `rootspan inspect`). *json is freed with
  * rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_inspect(const char *path, char **json, rootspan_error **error);
+/* Frees a string the library returned (every char **json above); NULL is
+ * accepted and does nothing. */
 ROOTSPAN_API void rootspan_string_free(char *string);
 
 /* Validates a safetensors file held in memory, `length` bytes at `bytes`
