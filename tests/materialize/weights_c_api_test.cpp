@@ -478,7 +478,15 @@ TEST_F(WeightsCApiTest, SourceDigestsAreTheFileBytesTheLoadRead) {
     o.schema_path = schema.c_str();
     o.strategy = k.strategy;
     o.source_digests = 1;
+    // The progress counts the source hashing too: every byte loaded, once more.
+    std::uint64_t last_total = 0;
+    o.progress_context = &last_total;
+    o.progress = [](void *context, const rootspan_load_progress *p) {
+      *static_cast<std::uint64_t *>(context) = p->bytes_total;
+      return 0;
+    };
     ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
+    EXPECT_EQ(last_total, 2 * (expected[0].size() + expected[1].size()));
     for (std::size_t i = 0; i < 2; ++i) {
       char source[65] = {}, held[65] = {};
       rootspan_error *raw = nullptr;

@@ -135,7 +135,8 @@ class LoadRun {
       : context_(context),
         provider_(std::move(provider)),
         options_(options),
-        total_(total + (hasher != nullptr ? hasher->bytes_total() : 0)),
+        // Source digests hash every byte loaded once more, after the load.
+        total_(total + (hasher != nullptr ? hasher->bytes_total() : 0) + (options.source_digests ? total : 0)),
         hasher_(hasher) {
     // Each shard must still be the size its header was read at, and is read
     // through the descriptor its header came from.
@@ -219,6 +220,9 @@ class LoadRun {
   // Reports progress (cancelling as the callback asks) while the load
   // waits for its digests.
   Result<void> poll() { return advance(0); }
+  // The source digests, hashed once everything is placed: counted in the
+  // progress from now on (`hasher` outlives the run).
+  void count_source_hashing(const ParallelHasher *hasher) { source_hasher_ = hasher; }
 
  private:
   bool host_access(const Root &root) const { return root.host_accessible(); }
@@ -226,7 +230,8 @@ class LoadRun {
   Result<void> advance(std::uint64_t bytes) {
     loaded_ += bytes;
     // A verified load's progress counts the bytes hashed beside those loaded.
-    progress_.bytes_done = loaded_ + (hasher_ != nullptr ? hasher_->bytes_done() : 0);
+    progress_.bytes_done = loaded_ + (hasher_ != nullptr ? hasher_->bytes_done() : 0) +
+                           (source_hasher_ != nullptr ? source_hasher_->bytes_done() : 0);
     progress_.bytes_total = total_;
     if (options_.progress && !options_.progress(progress_)) {
       return make_error(ROOTSPAN_ERR_CANCELLED, kOperation,
@@ -454,7 +459,8 @@ class LoadRun {
   std::map<std::filesystem::path, std::uint64_t> file_sizes_;
   const LoadOptions &options_;
   std::uint64_t total_;
-  const ParallelHasher *hasher_;  // the digests hashed while the load reads; may be null
+  const ParallelHasher *hasher_;                   // the digests hashed while the load reads; may be null
+  const ParallelHasher *source_hasher_ = nullptr;  // the source digests, once they are hashed
   std::uint64_t loaded_ = 0;
   LoadProgress progress_;
   std::vector<Root *> made_;
@@ -550,6 +556,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   // then stops the workers.
   std::optional<ParallelHasher> hasher;
   if (!options.digests.empty()) hasher.emplace(options.digests);
+  std::optional<ParallelHasher> sources;  // LoadOptions::source_digests, after the load
   LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
   result.components.reserve(schema.payloads.size());
   SourceFiles files(result.source_files);
@@ -571,8 +578,9 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     // After every component is in place, so that the digests are of what the
     // files hold once the load is done (a file changed during the load shows
     // as a mismatch against memory); from the descriptors the load opened.
-    ParallelHasher sources(component_jobs(checkpoint, schema.payloads));
-    auto hashed = sources.wait([&run] { return run.poll(); });
+    sources.emplace(component_jobs(checkpoint, schema.payloads));
+    run.count_source_hashing(&*sources);
+    auto hashed = sources->wait([&run] { return run.poll(); });
     if (!hashed) return hashed.error();
     for (std::size_t i = 0; i < result.components.size(); ++i) {
       result.components[i].source_sha256 = std::move(hashed.value()[i].sha256);
