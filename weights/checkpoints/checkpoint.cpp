@@ -19,8 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char *kOperation = "open_checkpoint";
-// An index lists names, not data: the header limit is more than generous.
-constexpr std::uint64_t kMaxIndexBytes = kMaxSafetensorsHeader;
 
 Diagnostic invalid(const std::string &cause) { return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, cause); }
 

@@ -8,6 +8,7 @@
 #include "core/text/quoting.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/open_beneath.hpp"
+#include "weights/formats/limits.hpp"
 
 namespace rootspan::weights {
 
@@ -16,8 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char *kOperation = "open_checkpoint";
-// A ref file holds one commit hash and a newline.
-constexpr std::uint64_t kMaxRefBytes = 4096;
 
 Diagnostic invalid(const std::string &cause) { return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, cause); }
 

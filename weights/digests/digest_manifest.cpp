@@ -6,15 +6,13 @@
 #include "core/text/quoting.hpp"
 #include "core/text/strict_json.hpp"
 #include "weights/files/input_file.hpp"
+#include "weights/formats/limits.hpp"
 
 namespace rootspan::weights {
 
 namespace {
 
 constexpr const char *kOperation = "read_digests";
-// A manifest of every component of a million-tensor checkpoint over a few
-// ranks stays well under this.
-constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{1} << 30;
 
 class Reader {
  public:

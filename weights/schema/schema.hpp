@@ -17,8 +17,6 @@ namespace rootspan::weights {
 
 // The schema_version major this reader understands; newer minors are read.
 inline constexpr std::uint64_t kSchemaMajor = 1;
-// A schema is names and numbers; anything bigger is not one.
-inline constexpr std::uint64_t kMaxSchemaBytes = 64ull << 20;
 
 struct ComponentSchema {
   std::string schema_version;  // "1.0.0"
