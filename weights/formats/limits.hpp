@@ -19,8 +19,8 @@ inline constexpr std::size_t kMaxTensorRank = 64;
 // Entries of one safetensors header (tensors and __metadata__), and tensors
 // of one GGUF file. The largest public checkpoints hold under 100,000
 // tensors in all their shards together. Measured on a header of 2^20 - 1
-// tensors (docs/weight-schema.md): inspect holds about 2.3 KB a tensor, a
-// load about 2.6 KB (the tables, the default schema and the loaded
+// tensors (docs/weight-schema.md): inspect holds about 2.1 KB a tensor, a
+// load about 2.0 KB (the tables, the default schema and the loaded
 // components), so 2^20 bounds them to a few gigabytes.
 inline constexpr std::size_t kMaxTensorsPerFile = std::size_t{1} << 20;
 
