@@ -23,6 +23,7 @@ namespace {
 
 using rootspan_plugin_kit::copy_text;
 using rootspan_plugin_kit::fail;
+using rootspan_plugin_kit::guarded;
 using rootspan_plugin_kit::read_struct;
 using rootspan_plugin_kit::write_message;
 using rootspan_plugin_kit::write_struct;
@@ -167,16 +168,20 @@ std::string transparent_huge_pages_mode() {
 rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *count,
                                   rootspan_provider_message *message) {
   *count = 1;
-  // The note says whether large allocations get huge pages: without them a
-  // first copy load faults every 4 KiB page of fresh memory.
-  const std::string mode = transparent_huge_pages_mode();
-  if (mode == "always" || mode == "madvise") {
-    write_message(message, "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
-  } else if (!mode.empty()) {
-    write_message(message, "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",
-                  mode.c_str());
-  }
-  return ROOTSPAN_OK;
+  // Guarded: the mode is a std::string, and no exception may cross the ABI.
+  return guarded(message, [&] {
+    // The note says whether large allocations get huge pages: without them a
+    // first copy load faults every 4 KiB page of fresh memory.
+    const std::string mode = transparent_huge_pages_mode();
+    if (mode == "always" || mode == "madvise") {
+      write_message(message, "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
+    } else if (!mode.empty()) {
+      write_message(message,
+                    "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",
+                    mode.c_str());
+    }
+    return ROOTSPAN_OK;
+  });
 }
 
 rootspan_status host_device_info(rootspan_provider_instance *, std::uint32_t ordinal, rootspan_device_info *info,
