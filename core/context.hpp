@@ -54,7 +54,7 @@ class Context {
 
   // Negotiates a provider's table from its entry function (L6), starts it
   // and adds it; refuses a name already loaded. For static and embedded
-  // providers; plugins come through load_manifests.
+  // providers; plugins come through start_manifest_providers.
   Result<void> add_provider(rootspan_provider_entry_fn entry, const std::string &options_json,
                             rootspan_provider_origin origin);
 

@@ -325,7 +325,8 @@ ROOTSPAN_API rootspan_status rootspan_weights_find(const rootspan_weights *weigh
  * free it with rootspan_error_free) names the id and what is there instead:
  * the reason the component was skipped, or how many components were loaded
  * and the ids closest to it (at most three, each within a typo's distance),
- * or else the first three ids. Operation "weights_lookup".
+ * or else the first three ids, or that nothing was loaded. With error NULL,
+ * exactly rootspan_weights_find. Operation "weights_lookup".
  * ROOTSPAN_ERR_INVALID_ARGUMENT for NULL weights, id or index. */
 ROOTSPAN_API rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const char *id, size_t *index,
                                                      rootspan_error **error);

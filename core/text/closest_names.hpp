@@ -14,8 +14,10 @@ namespace rootspan {
 // How many edits (insert, delete, substitute, swap two neighbours) turn
 // `typed` into `candidate`, when that is few enough to be a typo: at most one
 // for names of up to five characters, a third of `typed`'s length for longer
-// ones; nullopt otherwise. Cheap for a candidate whose length alone rules it
-// out, so it can be asked of every name of a large checkpoint.
+// ones; nullopt otherwise. Only the cells within that distance of the
+// diagonal are computed, and a candidate is given up as soon as it is out of
+// reach; closest_names also narrows the reach once it holds enough names, so
+// a miss among a million names costs a fraction of a second.
 std::optional<std::size_t> typo_distance(std::string_view typed, std::string_view candidate);
 
 // The candidate nearest to `typed` within a typo's distance (the first of

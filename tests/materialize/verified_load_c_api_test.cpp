@@ -290,6 +290,7 @@ TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
 TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {
   struct Seen {
     std::uint64_t last_total = 0;
+    std::uint64_t last_done = 0;
     int calls = 0;
   } seen;
   rootspan_load_options o = options();
@@ -297,12 +298,14 @@ TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {
   o.progress = [](void *context, const rootspan_load_progress *p) {
     auto &s = *static_cast<Seen *>(context);
     s.last_total = p->bytes_total;
+    s.last_done = p->bytes_done;
     ++s.calls;
     return 0;
   };
   ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
   const std::uint64_t tensors = (8 * 4 + 4 + 4 * 6 + 4) * 4;
   EXPECT_EQ(seen.last_total, tensors + a_.bytes.size() + b_.bytes.size()) << "the loaded bytes and the hashed ones";
+  EXPECT_EQ(seen.last_done, seen.last_total) << "the last report says all is done";
   o.progress = [](void *, const rootspan_load_progress *) { return 1; };
   EXPECT_EQ(load(o), ROOTSPAN_ERR_CANCELLED);
   EXPECT_TRUE(has(message_, "cancelled")) << message_;

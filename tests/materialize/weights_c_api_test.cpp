@@ -479,14 +479,15 @@ TEST_F(WeightsCApiTest, SourceDigestsAreTheFileBytesTheLoadRead) {
     o.strategy = k.strategy;
     o.source_digests = 1;
     // The progress counts the source hashing too: every byte loaded, once more.
-    std::uint64_t last_total = 0;
-    o.progress_context = &last_total;
+    std::pair<std::uint64_t, std::uint64_t> last;  // done, total
+    o.progress_context = &last;
     o.progress = [](void *context, const rootspan_load_progress *p) {
-      *static_cast<std::uint64_t *>(context) = p->bytes_total;
+      *static_cast<std::pair<std::uint64_t, std::uint64_t> *>(context) = {p->bytes_done, p->bytes_total};
       return 0;
     };
     ASSERT_EQ(load(dir_.path(), o), ROOTSPAN_OK) << message();
-    EXPECT_EQ(last_total, 2 * (expected[0].size() + expected[1].size()));
+    EXPECT_EQ(last.second, 2 * (expected[0].size() + expected[1].size()));
+    EXPECT_EQ(last.first, last.second) << "the last report says all is done";
     for (std::size_t i = 0; i < 2; ++i) {
       char source[65] = {}, held[65] = {};
       rootspan_error *raw = nullptr;

@@ -114,7 +114,10 @@ std::string what_is_there(const rootspan_weights &held, std::string_view missing
   std::vector<std::string_view> names;
   names.reserve(components.size() + held.index_of_source.size());
   for (const weights::LoadedComponent &c : components) names.push_back(c.id);
-  for (const auto &[source, _] : held.index_of_source) names.push_back(source);
+  // Then the tensor names outside the id rule, in component order (the map has none).
+  for (const weights::LoadedComponent &c : components) {
+    if (held.index_of_source.contains(c.source)) names.push_back(c.source);
+  }
   const auto listed = [](std::span<const std::string_view> shown) {
     std::string out;
     for (std::string_view name : shown) out += (out.empty() ? "" : ", ") + rootspan::quoted_text(name);
@@ -169,7 +172,9 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o, const char
         "options.split_rules is NULL, but options.split_rule_count is " + std::to_string(o.split_rule_count));
   }
   if (o.split_convention != ROOTSPAN_SPLIT_TENSOR_SPLIT && o.split_convention != ROOTSPAN_SPLIT_CHUNK) {
-    return rootspan::unknown_enum("split_convention", "rootspan_split_convention", o.split_convention);
+    return rootspan::with_request(
+        rootspan::unknown_enum("split_convention", "rootspan_split_convention", o.split_convention), operation,
+        rootspan::Requested::none());
   }
   weights::ShardSpec spec{o.rank,
                           o.world_size,
@@ -367,12 +372,15 @@ rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const c
     return invalid(error, kOperation, "weights, id or index is NULL");
   }
   const rootspan_status found = rootspan_weights_find(weights, id, index);
-  if (found != ROOTSPAN_ERR_NOT_FOUND) return found;
-  return guarded(error, kOperation, [&]() -> Result<void> {
-    return rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
-                                "no loaded component has the id or tensor name " + rootspan::quoted_text(id) + " (" +
-                                    what_is_there(*weights, id) + ")");
-  });
+  if (found != ROOTSPAN_ERR_NOT_FOUND || error == nullptr) return found;  // no one to tell why
+  const std::string missed = "no loaded component has the id or tensor name " + rootspan::quoted_text(id);
+  try {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
+                                              missed + " (" + what_is_there(*weights, id) + ")"));
+  } catch (const std::bad_alloc &) {
+    // Still a miss: said without what is there.
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation, missed));
+  }
 }
 
 const char *rootspan_role_name(rootspan_component_role role) {

@@ -1,6 +1,6 @@
 // A hash map keyed by std::string that is looked up by std::string_view
 // without building a string: the index from tensor names to tensors, built
-// once per header and read once per component.
+// once per checkpoint (over all its files) and read once per component.
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,8 @@
 // each tensor's name, element type, shape and byte range in the file's data
 // section. The safetensors reader builds one from its JSON header, the GGUF
 // checkpoint from its tensor infos (block-quantized types as U8 bytes), and
-// everything above the formats (schema, payloads, inspect) reads only this.
+// everything above the formats that reads a checkpoint's tensors (schema,
+// payloads, the checkpoint's inspect report) reads only this.
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,9 @@
 //   open -> schema -> select -> resolve -> plan        (prepare_load)
 //   -> the digests a verified load checks -> place      (run_load)
 //
-// with the provider chosen before any of it, so that a load that cannot be
-// placed fails before any file work.
+// with the provider chosen before any file is opened (after the request is
+// decoded, which opens nothing), so that a load that cannot be placed fails
+// before any file work.
 #pragma once
 
 #include <cstdint>

@@ -573,6 +573,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     auto checked = hasher->wait([&run] { return run.poll(); });
     if (!checked) return checked.error();
     result.digests = std::move(checked).value();
+    BOOST_OUTCOME_TRY(run.poll());  // the wait ends without one: report what it hashed
   }
   if (options.source_digests) {
     // After every component is in place, so that the digests are of what the
@@ -582,6 +583,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     run.count_source_hashing(&*sources);
     auto hashed = sources->wait([&run] { return run.poll(); });
     if (!hashed) return hashed.error();
+    BOOST_OUTCOME_TRY(run.poll());  // the wait ends without one: the last report says all is done
     for (std::size_t i = 0; i < result.components.size(); ++i) {
       result.components[i].source_sha256 = std::move(hashed.value()[i].sha256);
     }

@@ -316,6 +316,9 @@ class Weights(collections.abc.Mapping):
     def _lookup(self, name):
         """The index of the component with this id or tensor name; on a miss, a KeyError in the
         library's words, saying what is there (the reason it was skipped, or the closest ids)."""
+        found = self._find(name)
+        if found is not None:
+            return found
         state = self._context._state
         with state.lock:  # the liveness check and the call, against a close on another thread
             handle = self._live("find_component")
@@ -329,6 +332,13 @@ class Weights(collections.abc.Mapping):
         if status == _abi.ERR_NOT_FOUND:
             raise KeyError(error.cause) from None
         raise error
+
+    def get(self, component_id, default=None):
+        """The component, or `default`: a miss is not explained, so it costs no search for close names."""
+        if not isinstance(component_id, str):
+            raise TypeError(f"component ids are str, got {type(component_id).__name__} {component_id!r}")
+        index = self._find(component_id)
+        return default if index is None else self._components[index]
 
     def __contains__(self, component_id):
         return isinstance(component_id, str) and "\0" not in component_id and self._find(component_id) is not None
