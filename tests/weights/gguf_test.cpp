@@ -265,6 +265,16 @@ TEST(GgufRefuses, NamesOf64BytesOrMoreAndEmptyNames) {
   EXPECT_TRUE(Refused(e, {"tensor #0 name", "is empty"}));
 }
 
+// C reads a name up to its first NUL: "a\0x" would be taken for "a" (issue 35 item 5).
+TEST(GgufRefuses, NamesHoldingANulByte) {
+  GgufWriter w;
+  w.tensor("a", 0, {8}).tensor(std::string("a\0x", 3), 0, {8});
+  // The second name's length is at 24 (the fixed header) + 33 (the first tensor's info).
+  EXPECT_TRUE(Refused(w, {"at byte 57: tensor #1 name: \"a\\x00x\" holds a NUL byte at position 1 (its bytes begin "
+                          "at byte 65)",
+                          "so it would read as \"a\""}));
+}
+
 TEST(GgufRefuses, ZeroOrFiveDimensions) {
   GgufWriter w;
   w.tensor("a", 0, {});

@@ -78,6 +78,7 @@ TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
       R"({"__metadata__":"x"})",                                                  // metadata not object
       R"({"w":{"dtype":"F32","shape":)" + rank65 + R"(,"data_offsets":[0,4]}})",  // rank over the limit
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} trailing)",       // text after the end
+      R"({"w\u0000x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",         // a NUL in a name
   };
   for (const std::string &header : broken) {
     SCOPED_TRACE(header);

@@ -386,6 +386,26 @@ TEST(Safetensors, ErrorsNameTheFileOnOpen) {
   EXPECT_TRUE(FailsWith(open_safetensors(dir.path() / "absent.safetensors"), ROOTSPAN_ERR_IO, {"absent.safetensors"}));
 }
 
+// C reads a name up to its first NUL: "a\0x" would be taken for "a" (issue 35 item 5).
+TEST(Safetensors, ANameHoldingANulByteIsRefusedWhereItLies) {
+  const std::string second = R"("a\u0000x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]})";
+  const std::string header = "{" + entry_json("a", "F32", {1}, 0, 4) + ", " + second + "}";
+  const std::size_t at = 8 + header.find(second);
+  EXPECT_TRUE(
+      FailsWith(parse(header, 8), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                {"t.safetensors", "tensor \"a\\x00x\": the name holds a NUL byte at position 1",
+                 "(the name begins at byte " + std::to_string(at) + " of the file)", "so it would read as \"a\""}));
+  // The same key nested in a value, or as a metadata key, is not where the name lies.
+  const std::string decoy = R"("__metadata__":{"a\u0000x":"m"}, )";
+  const std::string later = "{" + decoy + entry_json("a", "F32", {1}, 0, 4) + ", " + second + "}";
+  EXPECT_TRUE(FailsWith(parse(later, 8), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                        {"(the name begins at byte " + std::to_string(8 + later.find(second)) + " of the file)"}));
+  // Only NUL: other control bytes are escaped in messages, and read as the reference reads them.
+  auto tab = parse("{" + entry_json("a\\tb", "F32", {1}, 0, 4) + "}", 4);
+  ASSERT_TRUE(tab) << tab.error()->message();
+  EXPECT_EQ(tab.value().tensors()[0].name, "a\tb");
+}
+
 TEST(Safetensors, HostileNamesAreEscapedInMessages) {
   auto result = parse("{\"a\\nb\\u0001\":[]}", 0);
   EXPECT_TRUE(FailsWith(result, ROOTSPAN_ERR_INVALID_CHECKPOINT, {"tensor \"a\\nb\\x01\": entry is"}));

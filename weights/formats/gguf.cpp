@@ -346,6 +346,14 @@ Result<GgufTensor> read_tensor_info(Cursor &cursor, std::size_t index, const Fai
   tensor.name = name;
   if (tensor.name.empty()) return fail(name_at, field + " name", "is empty");
   BOOST_OUTCOME_TRY(check_utf8(tensor.name, name_at, field + " name", fail));
+  // C reads a name up to its first NUL: "a\0x" would be taken for another tensor, "a".
+  if (const std::size_t nul = tensor.name.find('\0'); nul != std::string::npos) {
+    return fail(name_at, field + " name",
+                quoted_text(tensor.name) + " holds a NUL byte at position " + std::to_string(nul) +
+                    " (its bytes begin at byte " + std::to_string(name_at + 8) +
+                    "); C reads a name up to its first NUL, so it would read as " +
+                    quoted_text(tensor.name.substr(0, nul)));
+  }
   const std::string named = "tensor " + quoted_text(tensor.name);
 
   const std::uint64_t dims_at = cursor.position();

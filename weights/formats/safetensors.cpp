@@ -1,6 +1,7 @@
 #include "weights/formats/safetensors.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -68,6 +69,50 @@ Result<std::vector<std::uint64_t>> unsigned_array(const json &value, const What 
     out.push_back(value[i].get<std::uint64_t>());
   }
   return out;
+}
+
+// Where the top-level key `key` begins in `text`, valid JSON: the offset of
+// its opening quote, or nullopt. Called only on a failure, to point at a name.
+std::optional<std::size_t> top_level_key_offset(std::string_view text, std::string_view key) {
+  std::size_t depth = 0;
+  bool key_next = false;  // the next string at depth 1 is a key
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t begin = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;  // an escape: the next byte is never the closing quote
+      }
+      if (depth == 1 && key_next) {
+        key_next = false;
+        try {
+          if (json::parse(text.substr(begin, i + 1 - begin)).get_ref<const std::string &>() == key) return begin;
+        } catch (const std::exception &) {
+          return std::nullopt;
+        }
+      }
+    } else if (c == '{' || c == '[') {
+      ++depth;
+      key_next = c == '{' && depth == 1;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 1) {
+      key_next = true;
+    }
+  }
+  return std::nullopt;
+}
+
+// A name with a NUL byte is refused: C reads a name up to its first NUL, so
+// through the C interface "a\0x" would be taken for another tensor, "a".
+Result<void> check_name(const std::string &name, std::string_view header_json, const Failure &fail) {
+  const std::size_t nul = name.find('\0');
+  if (nul == std::string::npos) return BOOST_OUTCOME_V2_NAMESPACE::success();
+  const auto at = top_level_key_offset(header_json, name);
+  const std::string where =
+      at ? " (the name begins at byte " + std::to_string(kSafetensorsPrefix + *at) + " of the file)" : std::string();
+  return fail(tensor(name) + "the name holds a NUL byte at position " + std::to_string(nul) + where +
+              "; C reads a name up to its first NUL, so it would read as " + quoted_text(name.substr(0, nul)));
 }
 
 Result<TensorInfo> parse_entry(const std::string &name, const json &entry, const Failure &fail) {
@@ -225,6 +270,7 @@ Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view head
       }
       continue;
     }
+    if (auto named = check_name(key, header_json, fail); !named) return named.error();
     auto info = parse_entry(key, value, fail);
     if (!info) return info.error();
     fields.tensors.push_back(std::move(info).value());

@@ -55,6 +55,7 @@ class HeaderEvents {
         if (out_.tensors.size() + (seen_metadata_ ? 1 : 0) >= kMaxTensorsPerFile) return false;
         in_metadata_ = key == "__metadata__";
         if (!in_metadata_) {
+          if (key.find('\0') != json::string_t::npos) return false;  // refused, with its offset, by the strict reader
           out_.tensors.emplace_back();
           out_.tensors.back().name = std::move(key);
         }
