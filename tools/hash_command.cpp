@@ -2,15 +2,16 @@
 // checkpoint — the SHA-256 of every file, and with --per-tensor of every
 // component's bytes as each rank of --world W reads them — for `load
 // --digests FILE` to check a load against (docs/verified-loads.md). The
-// manifest goes to stdout, or with --output to the file (and a summary line to
-// stdout, none with --json).
+// manifest goes to stdout, or with --output to the file, written as a new file
+// renamed over it (replacing_write.hpp), and a summary line to stdout (none
+// with --json).
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "byte_size.hpp"
 #include "command.hpp"
+#include "replacing_write.hpp"
 #include "rootspan/weights.h"
 #include "terminal_text.hpp"
 #include "text_table.hpp"
@@ -52,12 +53,11 @@ int run_hash(HashArgs &args, const CommonOptions &options) {
     std::fputs(text.c_str(), stdout);
     return kDone;
   }
-  std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    return print_program_error(options, kInvalidInput, "Io", "hash_checkpoint",
-                               "cannot write the digest manifest to \"" + terminal_safe(args.output) + "\"");
+  // A new file renamed over FILE: a link planted at FILE is replaced, never written through.
+  if (const std::string failure = write_replacing(args.output, text); !failure.empty()) {
+    return print_program_error(
+        options, kInvalidInput, "Io", "hash_checkpoint",
+        "cannot write the digest manifest to \"" + terminal_safe(args.output) + "\": " + terminal_safe(failure));
   }
   // With --json the manifest is the output, and it went to the file.
   if (!options.json) {

@@ -5,7 +5,8 @@ index by a git object id), `load --check-digests` in text and JSON, `hash`
 and `load --digests FILE` (whole files, and per-tensor for one rank of two),
 and the refusals: a flipped byte, a manifest naming a file that is not there,
 a manifest that is not JSON, nothing to check against, `hash --world`
-without --per-tensor.
+without --per-tensor; `hash -o` over a planted link replaces the link and
+leaves the file it points at alone.
 
 usage: digests_cli_test.py ROOTSPAN_EXE EXAMPLE_CHECKPOINT_FOLDER
 """
@@ -94,6 +95,33 @@ def test_manifests(repo, work):
     c.expect_usage("hash --world without --per-tensor", ["hash", repo, "--world", "2"])
 
 
+def test_output_link(repo, work):
+    """hash -o FILE where FILE is a link planted by someone else: the link is replaced by the manifest, and the
+    file it pointed at (root's, say) is left as it was (issue 35 item 10)."""
+    protected = os.path.join(work, "protected.txt")
+    with open(protected, "w") as f:
+        f.write("not yours to overwrite\n")
+    os.chmod(protected, 0o640)
+    planted = os.path.join(work, "planted.json")
+    os.symlink(protected, planted)
+    r = c.run("hash", repo, "-o", planted)
+    c.check(r.returncode == 0, "hash -o over a link: exit 0: %r" % r.stderr)
+    with open(protected) as f:
+        c.check(f.read() == "not yours to overwrite\n", "the file the link pointed at is unchanged")
+    c.check(os.stat(protected).st_mode & 0o777 == 0o640, "and so is its mode")
+    c.check(not os.path.islink(planted), "the link was replaced by a file")
+    with open(planted) as f:
+        c.check(len(json.load(f)["files"]) == 3, "which holds the manifest")
+    mask = os.umask(0)
+    os.umask(mask)
+    c.check(os.stat(planted).st_mode & 0o777 == 0o666 & ~mask, "with the mode a plain creation gives: %o" %
+            (os.stat(planted).st_mode & 0o777))
+    c.check(not [n for n in os.listdir(work) if n.startswith(".planted.json.")], "no temporary file is left")
+    missing = os.path.join(work, "no-such-folder", "out.json")
+    c.expect_error("hash -o into a missing folder", ["hash", repo, "-o", missing], 3, "Io",
+                   ["cannot write the digest manifest", "No such file or directory"], "hash_checkpoint")
+
+
 def test_damage(repo, blobs, example):
     blob = blobs["model-00002-of-00002.safetensors"]
     with open(blob, "r+b") as f:
@@ -115,6 +143,7 @@ def main():
         repo, blobs = make_cache(example, tmp)
         test_cache(repo)
         test_manifests(repo, tmp)
+        test_output_link(repo, tmp)
         test_damage(repo, blobs, example)
     return c.report()
 
