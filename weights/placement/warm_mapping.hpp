@@ -7,16 +7,50 @@
 // kernel lacks MADV_POPULATE_READ the readahead alone is what is done. A range
 // whose file shrank is left as it is (populate fails with EFAULT rather than
 // raising SIGBUS), so the load's own checks report it.
+//
+// Every page populated stays resident, holes of a sparse file included (12
+// GiB apparent with 4 KB on disk is 12 GiB of memory), so the pages are
+// weighed against the memory available before any is read, as a copy is
+// (available_memory.hpp), and the load can stop the workers (its progress
+// callback, Ctrl-C) while they read.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "core/diagnostic.hpp"
 
 namespace rootspan::weights {
 
-// Returns the bytes populated (whole pages within the ranges).
+struct WarmLimits {
+  // The memory the system can still give (available_memory()); nullopt:
+  // not weighed.
+  std::optional<std::uint64_t> available;
+  // Called on the calling thread while the workers read, every
+  // poll_interval; an error (the load's progress
+  // callback cancelling) stops the workers, and is returned.
+  std::function<Result<void>()> poll;
+  std::chrono::milliseconds poll_interval{50};
+};
+
+// Returns the bytes populated (whole pages within the ranges). Fails with
+// ROOTSPAN_ERR_OUT_OF_MEMORY (operation `operation`), reading nothing, when
+// the pages exceed limits.available, naming both; with poll's error when it
+// stops the warming (the pages read so far stay read). `threads` workers
+// read while this thread polls; with none (0, or none could be started) this
+// thread reads, polling after each chunk.
+Result<std::uint64_t> warm_mapped_ranges(const std::vector<std::span<const std::byte>> &ranges,
+                                         const WarmLimits &limits, const std::string &operation,
+                                         std::size_t threads = 8);
+
+// The same, unweighed and not stoppable: for the load until it passes its
+// limits (materialize.cpp's LoadRun::warm).
 std::uint64_t warm_mapped_ranges(const std::vector<std::span<const std::byte>> &ranges, std::size_t threads = 8);
 
 }  // namespace rootspan::weights
