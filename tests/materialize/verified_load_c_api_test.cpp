@@ -8,9 +8,12 @@
 // component, and leaves no root; the progress callback still cancels.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -309,6 +312,81 @@ TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {
   o.progress = [](void *, const rootspan_load_progress *) { return 1; };
   EXPECT_EQ(load(o), ROOTSPAN_ERR_CANCELLED);
   EXPECT_TRUE(has(message_, "cancelled")) << message_;
+}
+
+// The SHA-256 of component `id` as it lies in the memory handed out.
+std::string component_sha256(rootspan_weights *weights, const char *id) {
+  std::size_t index = 0;
+  EXPECT_EQ(rootspan_weights_find(weights, id, &index), ROOTSPAN_OK);
+  char hex[65] = {};
+  EXPECT_EQ(rootspan_weights_component_sha256(weights, index, hex, nullptr), ROOTSPAN_OK);
+  return hex;
+}
+
+void write_at(const fs::path &file, std::uint64_t offset, const std::vector<std::byte> &bytes) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST_F(VerifiedLoadTest, AVerifiedLoadCopiesWhatItHashedAndNeverMapsTheFile) {
+  // mmap asked for, as auto would choose on a local disk: a verified load
+  // copies instead, says why, and a later write to the file changes nothing.
+  rootspan_load_options o = options();
+  o.strategy = ROOTSPAN_LOAD_MMAP;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  for (std::size_t i = 0; i < 4; ++i) {
+    rootspan_component_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(rootspan_weights_component(weights_, i, &info), ROOTSPAN_OK);
+    EXPECT_EQ(info.zero_copy, 0) << "component " << i << " is a mapping of a file that can still change";
+  }
+  char *report = nullptr;
+  ASSERT_EQ(rootspan_weights_read_report(weights_, &report, nullptr), ROOTSPAN_OK);
+  const nlohmann::json r = nlohmann::json::parse(report);
+  rootspan_string_free(report);
+  EXPECT_EQ(r["strategy"], "read") << r.dump();
+  EXPECT_TRUE(has(r["reason"], "a verified load copies what it hashes")) << r.dump();
+  const std::string before = component_sha256(weights_, "norm");
+  EXPECT_EQ(before, sha256_hex(b_.tensor("norm")));
+  std::vector<std::byte> changed = b_.tensor("norm");
+  for (std::byte &b : changed) b = ~b;
+  write_at(blob_b_, b_.tensors.at("norm").first, changed);
+  EXPECT_EQ(component_sha256(weights_, "norm"), before) << "a write to the file reached verified memory";
+  EXPECT_TRUE(digests()["checked"].get<bool>());
+}
+
+TEST_F(VerifiedLoadTest, AWriterFlippingBytesDuringLoadsNeverGetsThemAcceptedAsVerified) {
+  // Each load either fails with a digest mismatch or hands out exactly the
+  // published bytes: never a byte the writer put there, whatever the timing.
+  const std::uint64_t at = b_.tensors.at("down").first;
+  const std::vector<std::byte> published = b_.tensor("down");
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    std::vector<std::byte> flipped = published;
+    for (std::byte &b : flipped) b = ~b;
+    while (!stop) {
+      write_at(blob_b_, at, flipped);
+      write_at(blob_b_, at, published);
+    }
+  });
+  int verified = 0, refused = 0;
+  for (int i = 0; i < 150; ++i) {
+    rootspan_load_options o = options();
+    o.strategy = (i % 3 == 0) ? ROOTSPAN_LOAD_MMAP : (i % 3 == 1 ? ROOTSPAN_LOAD_READ : ROOTSPAN_LOAD_DIRECT);
+    const rootspan_status status = load(o);
+    if (status == ROOTSPAN_OK) {
+      ++verified;
+      EXPECT_EQ(component_sha256(weights_, "down"), sha256_hex(published))
+          << "load " << i << " verified bytes that were not hashed";
+    } else {
+      ++refused;
+      EXPECT_EQ(status, ROOTSPAN_ERR_DIGEST_MISMATCH) << message_;
+    }
+  }
+  stop = true;
+  writer.join();
+  std::printf("verified %d, refused %d of 150 loads under a concurrent writer\n", verified, refused);
 }
 
 TEST_F(VerifiedLoadTest, HashRefusesNullsAndABadStructSize) {

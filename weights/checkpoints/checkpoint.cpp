@@ -80,9 +80,15 @@ Shard safetensors_shard(std::string file, fs::path path, SafetensorsFile safeten
   std::optional<std::map<std::string, std::string>> metadata;
   if (safetensors.header.has_metadata()) metadata = safetensors.header.metadata();
   const std::uint64_t data_offset = safetensors.data_offset();
-  return Shard{
-      std::move(file),     std::move(path), safetensors.file_size, data_offset, std::move(safetensors.header).table(),
-      std::move(metadata), nullptr,         std::move(input)};
+  return Shard{std::move(file),
+               std::move(path),
+               safetensors.file_size,
+               data_offset,
+               std::move(safetensors.header).table(),
+               std::move(metadata),
+               nullptr,
+               std::move(input),
+               std::move(safetensors.header_sha256)};
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ struct Shard {
   // The one descriptor the shard was opened with: its header was read from
   // it, and the load maps and reads it, never reopening `path` by name.
   std::shared_ptr<const InputFile> input = nullptr;
+  // The SHA-256 of bytes [0, data_offset) as they were parsed (empty when
+  // not known): a verified load reads them again and must find the same.
+  std::string header_sha256;
 };
 
 // The index file of a sharded checkpoint, as it was read: its text is

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <system_error>
 #include <utility>
+#include <vector>
 
+#include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 #include "weights/checkpoints/checkpoint_file.hpp"
 #include "weights/formats/dtype.hpp"
@@ -74,14 +76,30 @@ TensorTable tensor_table(const GgufFile &gguf) {
   return TensorTable(std::move(tensors), total);
 }
 
+// The SHA-256 of the first `length` bytes of `input`.
+Result<std::string> header_digest(const InputFile &input, std::uint64_t length) {
+  Sha256 sha;
+  std::vector<std::byte> buffer(std::min<std::uint64_t>(length, std::uint64_t{1} << 20));
+  for (std::uint64_t done = 0; done < length; done += buffer.size()) {
+    const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), length - done);
+    BOOST_OUTCOME_TRY(input.read_exact({buffer.data(), n}, done));
+    sha.update({buffer.data(), n});
+  }
+  return sha.hex_digest();
+}
+
 // A part of the checkpoint, read from `input`, the one descriptor the load
 // reads too.
 Result<Shard> open_part(const fs::path &folder, const std::string &name, std::shared_ptr<const InputFile> input) {
   auto gguf = open_gguf(*input);
   if (!gguf) return gguf.error();
   auto shared = std::make_shared<const GgufFile>(std::move(gguf).value());
-  return Shard{name,         folder / name, shared->file_size, shared->data_offset, tensor_table(*shared),
-               std::nullopt, shared,        std::move(input)};
+  // The header's digest, read once more right after the parse (the parser
+  // reads it in windows), for a verified load to check it against.
+  auto header = header_digest(*input, shared->data_offset);
+  if (!header) return header.error();
+  return Shard{name,         folder / name, shared->file_size, shared->data_offset,      tensor_table(*shared),
+               std::nullopt, shared,        std::move(input),  std::move(header).value()};
 }
 
 // An integer metadata value of a part, or an error naming the part and key.

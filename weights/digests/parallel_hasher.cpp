@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <numeric>
 
+#include "core/copy.hpp"
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 
@@ -49,17 +51,86 @@ ParallelHasher::~ParallelHasher() {
   for (std::thread &worker : workers_) worker.join();
 }
 
+Result<void> ParallelHasher::hash_piece(const DigestJob &job, const DigestPiece &piece, Sha256 &sha,
+                                        std::byte *buffer) {
+  auto take = [&](std::span<const std::byte> bytes) -> Result<void> {
+    if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
+    sha.update(bytes);
+    done_.fetch_add(bytes.size(), std::memory_order_relaxed);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  };
+  if (const auto *landed = std::get_if<LandedRange>(&piece)) {
+    for (std::uint64_t done = 0; done < landed->length; done += kChunk) {
+      const std::uint64_t n = std::min(kChunk, landed->length - done);
+      if (landed->host != nullptr) {
+        BOOST_OUTCOME_TRY(take({landed->host + done, n}));
+      } else {
+        BOOST_OUTCOME_TRY(copy_to_host(*landed->claim, landed->offset + done, buffer, n));
+        BOOST_OUTCOME_TRY(take({buffer, n}));
+      }
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+  const FileRange &range = std::get<FileRange>(piece);
+  if (range.as_parsed_sha256.empty()) return read_strided(*range.file, range.bytes, {buffer, kChunk}, take);
+  // A header: hashed into the job and on its own, to prove it unchanged.
+  Sha256 alone;
+  BOOST_OUTCOME_TRY(
+      read_strided(*range.file, range.bytes, {buffer, kChunk}, [&](std::span<const std::byte> bytes) -> Result<void> {
+        alone.update(bytes);
+        return take(bytes);
+      }));
+  if (const std::string now = alone.hex_digest(); now != range.as_parsed_sha256) {
+    return make_error(ROOTSPAN_ERR_DIGEST_MISMATCH, kOperation,
+                      job.kind + " " + quoted_text(job.name) + " changed while it was loaded: its header (bytes 0 to " +
+                          std::to_string(range.bytes.bytes()) + ") had SHA-256 " + range.as_parsed_sha256 +
+                          " when it was parsed and " + now + " when it was hashed");
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+// The bytes of `length` bytes of `r` from `skip` on: in place on the host,
+// read back into `buffer` from a device.
+static Result<const std::byte *> landed_bytes(const LandedRange &r, std::uint64_t skip, std::uint64_t length,
+                                              std::byte *buffer) {
+  if (r.host != nullptr) return r.host + skip;
+  auto copied = copy_to_host(*r.claim, r.offset + skip, buffer, length);
+  if (!copied) return copied.error();
+  return static_cast<const std::byte *>(buffer);
+}
+
+Result<void> ParallelHasher::compare_copies(const DigestJob &job, std::byte *buffer) {
+  std::vector<std::byte> other;
+  for (const LandedCopy &copy : job.copies) {
+    if (other.empty()) other.resize(kChunk);
+    for (std::uint64_t done = 0; done < copy.again.length; done += kChunk) {
+      const std::uint64_t n = std::min(kChunk, copy.again.length - done);
+      auto hashed = landed_bytes(copy.hashed, done, n, buffer);
+      if (!hashed) return hashed.error();
+      auto again = landed_bytes(copy.again, done, n, other.data());
+      if (!again) return again.error();
+      if (std::memcmp(hashed.value(), again.value(), n) != 0) {
+        return make_error(ROOTSPAN_ERR_DIGEST_MISMATCH, kOperation,
+                          "component " + quoted_text(copy.component) + " does not hold the bytes of " + job.kind + " " +
+                              quoted_text(job.name) + " that were hashed, which another component also holds");
+      }
+    }
+  }
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
 Result<std::string> ParallelHasher::hash(const DigestJob &job, std::byte *buffer) {
   Sha256 sha;
-  for (const FileRange &range : job.ranges) {
-    BOOST_OUTCOME_TRY(
-        read_strided(*range.file, range.bytes, {buffer, kChunk}, [&](std::span<const std::byte> bytes) -> Result<void> {
-          if (stop_) return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "hashing stopped");
-          sha.update(bytes);
-          done_.fetch_add(bytes.size(), std::memory_order_relaxed);
-          return BOOST_OUTCOME_V2_NAMESPACE::success();
-        }));
+  if (job.pieces.empty()) {
+    for (const FileRange &range : job.ranges) {
+      BOOST_OUTCOME_TRY(hash_piece(job, range, sha, buffer));
+    }
+  } else {
+    for (const DigestPiece &piece : job.pieces) {
+      BOOST_OUTCOME_TRY(hash_piece(job, piece, sha, buffer));
+    }
   }
+  BOOST_OUTCOME_TRY(compare_copies(job, buffer));
   return sha.hex_digest();
 }
 

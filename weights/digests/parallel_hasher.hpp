@@ -1,10 +1,10 @@
-// Hashing a load's files (or components' byte ranges) while the load reads
-// them: one worker thread per job up to the machine's cores, the largest
-// jobs first, each reading its ranges with pread from the descriptor the
-// checkpoint was opened with (never reopening a name), so that what is hashed
-// is what is loaded. Pages a worker reads are the ones the load maps or
-// reads, so a cold file comes from storage once. SHA-256 of one job is
-// sequential; separate jobs run in parallel.
+// Hashing a checkpoint's files (or components' byte ranges): one worker
+// thread per job up to the machine's cores, the largest jobs first. A job's
+// bytes come either from the files, read with pread from the descriptor the
+// checkpoint was opened with (never reopening a name), or, in a verified
+// load, from the memory the load placed them in (weights/digests/landing.hpp):
+// what is hashed there is exactly what the caller is handed. SHA-256 of one
+// job is sequential; separate jobs run in parallel.
 #pragma once
 
 #include <atomic>
@@ -18,9 +18,16 @@
 #include <thread>
 #include <vector>
 
+#include <variant>
+
+#include "core/claims.hpp"
 #include "core/diagnostic.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/strided_read.hpp"
+
+namespace rootspan {
+class Sha256;
+}
 
 namespace rootspan::weights {
 
@@ -28,6 +35,29 @@ namespace rootspan::weights {
 struct FileRange {
   std::shared_ptr<const InputFile> file;
   StridedRange bytes;
+  // When set, the SHA-256 these bytes had when the load parsed them (a
+  // header): read again for the job's digest, they must still be those.
+  std::string as_parsed_sha256;
+};
+
+// Bytes a load placed and hands out: host memory (`host` set), or a device
+// root read back through the claim the load holds on it.
+struct LandedRange {
+  const std::byte *host = nullptr;
+  Claim *claim = nullptr;    // when `host` is null
+  std::uint64_t offset = 0;  // into the claim
+  std::uint64_t length = 0;
+};
+
+// One piece of a job's bytes, in the order they are hashed.
+using DigestPiece = std::variant<FileRange, LandedRange>;
+
+// Two placements of the same file bytes (two components naming one tensor):
+// the hash reads `hashed`, and `again` must hold the same bytes.
+struct LandedCopy {
+  LandedRange hashed;
+  LandedRange again;
+  std::string component;  // the component `again` belongs to
 };
 
 // One digest to check: the SHA-256 of the concatenation of `ranges`
@@ -37,7 +67,11 @@ struct DigestJob {
   std::string name;    // the file's name relative to the checkpoint, or the component id
   std::string source;  // where the expected digest comes from: "cache blob name" or "digest manifest"
   std::string expected;
-  std::vector<FileRange> ranges;
+  std::vector<FileRange> ranges;  // what the digest covers, in order
+  // Set by a verified load once its reads are done (landing.hpp): the same
+  // bytes as `ranges`, taken from where the load placed them where it did.
+  std::vector<DigestPiece> pieces;
+  std::vector<LandedCopy> copies;
   std::uint64_t bytes() const;
 };
 
@@ -70,6 +104,10 @@ class ParallelHasher {
  private:
   void work();
   Result<std::string> hash(const DigestJob &job, std::byte *buffer);  // buffer: one chunk
+  // Feeds `piece` to `sha`, a chunk at a time.
+  Result<void> hash_piece(const DigestJob &job, const DigestPiece &piece, Sha256 &sha, std::byte *buffer);
+  // Checks that each copy of the job holds the bytes hashed.
+  Result<void> compare_copies(const DigestJob &job, std::byte *buffer);
   // The error of a finished job: its read error, or its digest mismatch.
   std::optional<Diagnostic> failure(std::size_t index) const;
 

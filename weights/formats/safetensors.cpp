@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 #include "core/text/strict_json.hpp"
 #include "weights/files/checked_math.hpp"
@@ -344,7 +345,8 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
   auto header = parse_safetensors_header(
       std::string_view(reinterpret_cast<const char *>(header_bytes.data()), header_bytes.size()), data_size, file_name);
   if (!header) return header.error();
-  return SafetensorsFile{std::filesystem::path(file_name), file_bytes.size(), header_size, std::move(header).value()};
+  return SafetensorsFile{
+      std::filesystem::path(file_name), file_bytes.size(), header_size, std::move(header).value(), {}};
 }
 
 Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
@@ -374,7 +376,12 @@ Result<SafetensorsFile> open_safetensors(const InputFile &input) {
   if (!read) return read.error();
   auto header = parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name);
   if (!header) return header.error();
-  return SafetensorsFile{path, file_size, header_size, std::move(header).value()};
+  // The bytes just parsed, so that a verified load can prove they are the
+  // ones it hashes (weights/digests/landing.hpp).
+  Sha256 parsed;
+  parsed.update(prefix);
+  parsed.update(std::as_bytes(std::span(header_json)));
+  return SafetensorsFile{path, file_size, header_size, std::move(header).value(), parsed.hex_digest()};
 }
 
 }  // namespace rootspan::weights

@@ -60,6 +60,7 @@ struct SafetensorsFile {
   std::uint64_t file_size = 0;    // fstat at open
   std::uint64_t header_size = 0;  // N
   SafetensorsHeader header;
+  std::string header_sha256;  // of the prefix and header as read by open_safetensors; empty from parse_safetensors
 
   // Absolute file offset of the data section: 8 + N.
   std::uint64_t data_offset() const { return kSafetensorsPrefix + header_size; }

@@ -14,6 +14,7 @@
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 #include "weights/digests/digest_plan.hpp"
+#include "weights/digests/landing.hpp"
 #include "weights/digests/parallel_hasher.hpp"
 #include "weights/files/input_file.hpp"
 #include "weights/files/mapped_file.hpp"
@@ -131,18 +132,21 @@ void release_retained_region(void *region, void * /*data*/) { delete static_cast
 class LoadRun {
  public:
   LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
-          const Checkpoint &checkpoint, const ParallelHasher *hasher)
+          const Checkpoint &checkpoint)
       : context_(context),
         provider_(std::move(provider)),
         options_(options),
-        // Source digests hash every byte loaded once more, after the load.
-        total_(total + (hasher != nullptr ? hasher->bytes_total() : 0) + (options.source_digests ? total : 0)),
-        hasher_(hasher) {
+        // Digests hash their bytes once the load has placed them, and source
+        // digests every byte loaded once more.
+        total_(total + digest_bytes(options.digests) + (options.source_digests ? total : 0)) {
     // Each shard must still be the size its header was read at, and is read
     // through the descriptor its header came from.
     for (const Shard &shard : checkpoint.shards()) {
       file_sizes_[shard.path] = shard.file_size;
       if (shard.input) files_.emplace(shard.path, shard.input);
+      if (shard.input && !shard.header_sha256.empty()) {
+        landings_.note_header(*shard.input, shard.data_offset, shard.header_sha256);
+      }
     }
   }
 
@@ -204,14 +208,31 @@ class LoadRun {
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
 
-  // Waits for the reads of the copies, then lets go of the roots they
-  // filled; a failed read fails the load.
+  // Waits for the reads of the copies; a failed read fails the load. The
+  // roots they filled stay claimed until settle().
   Result<void> settle_reads() {
     if (!reader_) return BOOST_OUTCOME_V2_NAMESPACE::success();
     auto drained = reader_->drain();
     read_stats_ = reader_->stats();
-    reading_.clear();  // no read is in flight after drain()
     return drained;
+  }
+
+  // Waits for every read and upload, keeping the claims the load holds, so
+  // that the bytes can be hashed where they landed.
+  Result<void> settle_placement() {
+    BOOST_OUTCOME_TRY(settle_reads());
+    if (ring_) {
+      BOOST_OUTCOME_TRY(ring_->drain());
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // The digest jobs rewritten to hash the bytes where this load placed them.
+  Result<std::vector<DigestJob>> landed(std::vector<DigestJob> jobs) {
+    for (DigestJob &job : jobs) {
+      BOOST_OUTCOME_TRY(landings_.land(job));
+    }
+    return jobs;
   }
 
   // populate: reads in the zero-copy roots made (warm_mapping.hpp).
@@ -220,25 +241,40 @@ class LoadRun {
   // Reports progress (cancelling as the callback asks) while the load
   // waits for its digests.
   Result<void> poll() { return advance(0); }
-  // The source digests, hashed once everything is placed: counted in the
-  // progress from now on (`hasher` outlives the run).
-  void count_source_hashing(const ParallelHasher *hasher) { source_hasher_ = hasher; }
+  // Digests hashed once everything is placed: counted in the progress from
+  // now on (`hasher` outlives the run).
+  void count_hashing(const ParallelHasher *hasher) { hashers_.push_back(hasher); }
 
  private:
   bool host_access(const Root &root) const { return root.host_accessible(); }
 
+  static std::uint64_t digest_bytes(const std::vector<DigestJob> &jobs) {
+    std::uint64_t n = 0;
+    for (const DigestJob &job : jobs) n += job.bytes();
+    return n;
+  }
+
   Result<void> advance(std::uint64_t bytes) {
     loaded_ += bytes;
     // A verified load's progress counts the bytes hashed beside those loaded.
-    progress_.bytes_done = loaded_ + (hasher_ != nullptr ? hasher_->bytes_done() : 0) +
-                           (source_hasher_ != nullptr ? source_hasher_->bytes_done() : 0);
+    progress_.bytes_done = loaded_;
+    for (const ParallelHasher *hasher : hashers_) progress_.bytes_done += hasher->bytes_done();
     progress_.bytes_total = total_;
     if (options_.progress && !options_.progress(progress_)) {
-      return make_error(ROOTSPAN_ERR_CANCELLED, kOperation,
-                        "the progress callback cancelled the load at component \"" + *progress_.component + "\"",
-                        total_, progress_.bytes_done);
+      // A checkpoint without components has none to name.
+      const std::string where = progress_.component == nullptr ? std::string("before any component")
+                                                               : "at component " + quoted_text(*progress_.component);
+      return make_error(ROOTSPAN_ERR_CANCELLED, kOperation, "the progress callback cancelled the load " + where, total_,
+                        progress_.bytes_done);
     }
     return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
+
+  // Verified loads: where each segment's bytes landed (landing.hpp).
+  void record_landing(const ComponentPayload &payload, const Segment &segment, const LandedRange &into) {
+    if (options_.digests.empty() || segment.length() == 0) return;
+    const auto found = files_.find(segment.path());
+    if (found != files_.end()) landings_.add(payload.component_id(), *found->second, file_range(segment), into);
   }
 
   Result<const StableHostMemory *> mapped(const Segment &segment) {
@@ -354,6 +390,7 @@ class LoadRun {
     for (const Segment &segment : payload.segments()) {
       auto in = file(segment.path());
       if (!in) return error_in(segment, in.error());
+      record_landing(payload, segment, {base + root_offset, nullptr, 0, segment.length()});
       if (segment.contiguous()) {
         BOOST_OUTCOME_TRY(in_parallel->submit(
             {in.value(), segment.file_offset(), base + root_offset, segment.length(), read_label(payload, segment)}));
@@ -410,6 +447,11 @@ class LoadRun {
     Claim *claim = nullptr;
     ROOTSPAN_ASSIGN_OR_RETURN(claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
     uploading_.push_back(claim);
+    std::uint64_t root_offset = 0;
+    for (const Segment &segment : payload.segments()) {
+      record_landing(payload, segment, {nullptr, claim, root_offset, segment.length()});
+      root_offset += segment.length();
+    }
     ParallelReader *in_parallel = nullptr;
     ROOTSPAN_ASSIGN_OR_RETURN(in_parallel, reader());
     for (const Chunk &chunk : chunks_of(payload, ring_->buffer_bytes())) {
@@ -439,6 +481,7 @@ class LoadRun {
     // Reads land in roots and staging buffers: they finish first.
     Result<void> drained = settle_reads();
     reader_.reset();
+    reading_.clear();  // no read is in flight after the drain
     if (ring_) {
       auto ring_drained = ring_->drain();
       if (drained && !ring_drained) drained = ring_drained;
@@ -459,8 +502,8 @@ class LoadRun {
   std::map<std::filesystem::path, std::uint64_t> file_sizes_;
   const LoadOptions &options_;
   std::uint64_t total_;
-  const ParallelHasher *hasher_;                   // the digests hashed while the load reads; may be null
-  const ParallelHasher *source_hasher_ = nullptr;  // the source digests, once they are hashed
+  std::vector<const ParallelHasher *> hashers_;  // digests being hashed, counted in the progress
+  Landings landings_;                            // verified loads: where the bytes landed
   std::uint64_t loaded_ = 0;
   LoadProgress progress_;
   std::vector<Root *> made_;
@@ -521,15 +564,28 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   for (const ComponentPayload &payload : schema.payloads) {
     if (packed(payload)) packed_bytes += payload.total_bytes();
   }
-  // Only auto, the copying strategies and packed copies weigh the memory available.
+  // Only auto, the copying strategies, verified loads (which copy) and packed
+  // copies weigh the memory available.
   const std::optional<std::uint64_t> available =
-      options.strategy == Strategy::kMmap && (packed_bytes == 0 || !host) ? std::nullopt : available_memory();
+      options.strategy == Strategy::kMmap && options.digests.empty() && (packed_bytes == 0 || !host)
+          ? std::nullopt
+          : available_memory();
   const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available);
   result.requested_strategy = options.strategy;
   result.strategy = choice.strategy;
   result.strategy_reason = choice.reason;
   LoadOptions chosen = options;
   chosen.strategy = choice.strategy;
+  // A verified load hands out the bytes it hashed, so never memory that
+  // still follows a file someone can change (docs/verified-loads.md).
+  if (!options.digests.empty() && host && chosen.strategy == Strategy::kMmap) {
+    chosen.strategy = Strategy::kRead;
+    result.strategy = Strategy::kRead;
+    result.strategy_reason =
+        "a verified load copies what it hashes: a mapping would follow later writes to the "
+        "file (mmap chosen first: " +
+        choice.reason + ")";
+  }
   ROOTSPAN_ASSIGN_OR_RETURN(chosen.staging, checked_staging_shape(options.staging));
 
   // A copy into host memory allocates every byte the files claim, whatever
@@ -551,13 +607,11 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     }
   }
 
-  // Hashing starts before the first read and runs beside the load; the
-  // hasher outlives the run, so a failed load releases its roots first and
-  // then stops the workers.
-  std::optional<ParallelHasher> hasher;
-  if (!options.digests.empty()) hasher.emplace(options.digests);
-  std::optional<ParallelHasher> sources;  // LoadOptions::source_digests, after the load
-  LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint, hasher ? &*hasher : nullptr);
+  // The hashers outlive the run, so a failed load releases its roots first
+  // and then stops the workers.
+  std::optional<ParallelHasher> hasher;   // LoadOptions::digests, once every byte is placed
+  std::optional<ParallelHasher> sources;  // LoadOptions::source_digests, after that
+  LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint);
   result.components.reserve(schema.payloads.size());
   SourceFiles files(result.source_files);
   for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
@@ -566,10 +620,15 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     files.locate(loaded.value(), schema.payloads[i]);
     result.components.push_back(std::move(loaded).value());
   }
-  BOOST_OUTCOME_TRY(run.settle_reads());
+  BOOST_OUTCOME_TRY(run.settle_placement());
   if (chosen.populate && chosen.strategy == Strategy::kMmap) run.warm(result);
-  if (hasher) {
-    // No root reaches the caller before every digest matched.
+  if (!options.digests.empty()) {
+    // Hashed where the bytes landed, so what matched is what the caller
+    // gets; no root reaches the caller before every digest matched.
+    auto jobs = run.landed(options.digests);
+    if (!jobs) return jobs.error();
+    hasher.emplace(std::move(jobs).value());
+    run.count_hashing(&*hasher);
     auto checked = hasher->wait([&run] { return run.poll(); });
     if (!checked) return checked.error();
     result.digests = std::move(checked).value();
@@ -580,7 +639,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     // files hold once the load is done (a file changed during the load shows
     // as a mismatch against memory); from the descriptors the load opened.
     sources.emplace(component_jobs(checkpoint, schema.payloads));
-    run.count_source_hashing(&*sources);
+    run.count_hashing(&*sources);
     auto hashed = sources->wait([&run] { return run.poll(); });
     if (!hashed) return hashed.error();
     BOOST_OUTCOME_TRY(run.poll());  // the wait ends without one: the last report says all is done
