@@ -2,7 +2,8 @@
 // a shard validated, then swapped for a link to a file it must not read
 // (under both strategies, the load reads the validated file or fails, never
 // the other file), a link that leads out of the trusted folders refused at
-// the open itself, and FIFOs named as shard, index, schema or checkpoint,
+// the open itself, a trusted folder swapped for a link between the check
+// and the open refused by where the file really lies, and FIFOs named as shard, index, schema or checkpoint,
 // which must fail at once rather than hang (each is tried in a child that
 // is killed after a timeout).
 #include <gtest/gtest.h>
@@ -119,6 +120,79 @@ TEST(OpenBeneath, ALinkOutOfTheTrustedFoldersIsRefusedAtTheOpen) {
   ASSERT_TRUE(hop) << hop.error()->cause;
   EXPECT_EQ(hop.value()->size(), 6u);
   EXPECT_EQ(hop.value()->path(), fs::canonical(inside));
+}
+
+// The trusted folders were worked out (by path) before the open; by the
+// open, an attacker who owns the folder above has swapped the checkpoint
+// folder for a link to a folder it may not read, as a swap in a loop would
+// at the worst moment (issue 35 item 6). Done here between the two steps,
+// so the race is won every time.
+struct SwappedFolder {
+  TempDir base;
+  fs::path trusted_folder;  // the checkpoint folder, as trusted
+  fs::path moved;           // where the real checkpoint folder went
+  fs::path secret;          // the folder the link now leads to
+  std::vector<fs::path> trusted;
+
+  SwappedFolder() {
+    trusted_folder = base.path() / "ckpt";
+    fs::create_directory(trusted_folder);
+    trusted = {fs::canonical(trusted_folder)};
+    secret = base.path() / "secret";
+    fs::create_directory(secret);
+    base.write_text("secret/real.bin", "root only");
+    base.write_text("secret/model.safetensors", "root only");
+  }
+  void swap() {
+    moved = base.path() / "ckpt.moved";
+    fs::rename(trusted_folder, moved);
+    fs::create_directory_symlink(secret, trusted_folder);
+  }
+  static void expect_refused(const rootspan::Result<std::shared_ptr<const rootspan::weights::InputFile>> &opened,
+                             const fs::path &secret_file) {
+    ASSERT_FALSE(opened) << "read " << opened.value()->path() << " through the swapped folder";
+    EXPECT_EQ(opened.error()->code, ROOTSPAN_ERR_INVALID_CHECKPOINT);
+    EXPECT_NE(opened.error()->cause.find("leads out of the checkpoint's trusted folders"), std::string::npos)
+        << opened.error()->cause;
+    EXPECT_NE(opened.error()->cause.find(fs::canonical(secret_file).string()), std::string::npos)
+        << opened.error()->cause;
+  }
+};
+
+// The fallback: a link that leaves its folder and comes back
+// ("../ckpt/real.bin") makes openat2 give up (EXDEV), and the walk reopens
+// the trusted folder by path: now the link, into the secret folder.
+TEST(OpenBeneath, ATrustedFolderSwappedBeforeTheFallbackReopensItIsRefused) {
+  SwappedFolder folders;
+  fs::create_symlink("../ckpt/real.bin", folders.trusted_folder / "m");
+  folders.base.write_text("ckpt/real.bin", "inside");
+  folders.swap();
+  // The start folder was opened before the swap: it is the real folder, moved.
+  auto opened = rootspan::weights::open_beneath(folders.moved, "m", folders.trusted, ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                                                "open_checkpoint", "index.json");
+  SwappedFolder::expect_refused(opened, folders.secret / "real.bin");
+}
+
+// openat2's branch: the start folder itself is opened by path after the swap.
+TEST(OpenBeneath, ACheckpointFolderSwappedBeforeItIsOpenedIsRefused) {
+  SwappedFolder folders;
+  folders.base.write_text("ckpt/model.safetensors", "inside");
+  folders.swap();
+  auto opened = rootspan::weights::open_beneath(folders.trusted_folder, "model.safetensors", folders.trusted,
+                                                ROOTSPAN_ERR_INVALID_CHECKPOINT, "open_checkpoint", "model");
+  SwappedFolder::expect_refused(opened, folders.secret / "model.safetensors");
+}
+
+// Without a swap, the same link out and back in opens the file inside.
+TEST(OpenBeneath, ALinkOutAndBackInOpensTheFileInside) {
+  SwappedFolder folders;
+  fs::create_symlink("../ckpt/real.bin", folders.trusted_folder / "m");
+  const fs::path inside = folders.base.write_text("ckpt/real.bin", "inside");
+  auto opened = rootspan::weights::open_beneath(folders.trusted_folder, "m", folders.trusted,
+                                                ROOTSPAN_ERR_INVALID_CHECKPOINT, "open_checkpoint", "index.json");
+  ASSERT_TRUE(opened) << opened.error()->cause;
+  EXPECT_EQ(opened.value()->path(), fs::canonical(inside));
+  EXPECT_EQ(opened.value()->size(), 6u);
 }
 
 // Runs `attempt` in a child; true when it returned within `limit`, with

@@ -184,6 +184,39 @@ struct Opener {
     return make_error(code, operation, named() + " names no file");
   }
 
+  // Where the opened `fd` really lies, as the kernel tells it, which must be
+  // inside a trusted folder, and lead back to the same file (device and
+  // inode). Every branch ends here: both open a folder by path (the start
+  // folder, and the fallback every trusted folder), and a folder swapped for
+  // a link between the check by name and that open would lead the walk, or
+  // openat2 beneath it, into a folder never trusted; only the file's own
+  // location shows that.
+  Result<fs::path> located_inside(int fd) const {
+    std::error_code error;
+    const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), error);
+    if (error || real.empty() || real.is_relative()) {
+      return io_error("cannot tell where the opened file lies (/proc/self/fd/" + std::to_string(fd) + ")",
+                      error ? error.value() : ENOENT);
+    }
+    if (holder_of(real) == trusted.size()) return escapes(real);
+    struct stat opened {
+    }, named_there{};
+    if (::fstat(fd, &opened) != 0) return io_error("cannot stat the opened file " + quoted_text(real.string()), errno);
+    if (::stat(real.c_str(), &named_there) != 0 || opened.st_dev != named_there.st_dev ||
+        opened.st_ino != named_there.st_ino) {
+      return make_error(code, operation,
+                        named() + " was opened as " + quoted_text(real.string()) +
+                            ", which does not lead back to it (device:inode " + identity(opened) + ", but that path " +
+                            (named_there.st_ino == 0 ? std::string("cannot be read") : "is " + identity(named_there)) +
+                            "; a deleted file, or one moved during the open)");
+    }
+    return real;
+  }
+
+  static std::string identity(const struct stat &s) {
+    return std::to_string(s.st_dev) + ":" + std::to_string(s.st_ino);
+  }
+
   static fs::path join(const std::deque<std::string> &parts) {
     fs::path out;
     for (const auto &part : parts) out /= part;
@@ -235,10 +268,10 @@ Result<std::shared_ptr<const InputFile>> open_beneath(const fs::path &folder, st
     }
     return opener.io_error("cannot open " + quoted_text(shown.string()), error);
   }
-  // Messages name where the descriptor really lies.
-  std::error_code error;
-  const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), error);
-  auto file = InputFile::adopt(fd, error || real.empty() ? shown : real, std::move(operation), code);
+  Descriptor opened(fd);
+  auto real = opener.located_inside(opened.get());
+  if (!real) return real.error();
+  auto file = InputFile::adopt(opened.release(), real.value(), std::move(operation), code);
   if (!file) return file.error();
   return std::make_shared<const InputFile>(std::move(file).value());
 }

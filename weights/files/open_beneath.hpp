@@ -25,10 +25,14 @@ namespace rootspan::weights {
 // resolved here, lexically (".." drops the last component), and the walk
 // goes on from the descriptor of the trusted folder that holds the target; a
 // target in no trusted folder is refused. The file itself is opened with
-// kInputOpenFlags and checked to be a regular file.
+// kInputOpenFlags and checked to be a regular file. Whichever way it was
+// opened, the descriptor's real location (/proc/self/fd) must lie inside a
+// trusted folder and name the same file (device and inode): the folders are
+// opened by path, and one swapped for a link since the check is caught here.
 // Errors: `code` when the name leads out of the trusted folders, through too
-// many links, or to something other than a regular file; ROOTSPAN_ERR_IO when
-// a component cannot be opened. Causes start with `subject` and name `name`.
+// many links, to something other than a regular file, or to a file whose
+// real path does not lead back to it; ROOTSPAN_ERR_IO when a component cannot
+// be opened or the file's location cannot be read. Causes start with `subject` and name `name`.
 Result<std::shared_ptr<const InputFile>> open_beneath(const std::filesystem::path &folder, std::string_view name,
                                                       std::span<const std::filesystem::path> trusted,
                                                       rootspan_status code, std::string operation,
