@@ -76,6 +76,41 @@ TEST(ClosestName, ListsTheNearestFirstAndAtMostAsMany) {
   EXPECT_EQ(typo_distance("norm", "normalize"), std::nullopt);  // the length alone rules it out
 }
 
+// A miss among long names does bounded work (issue 35 item 8): twenty names
+// of 20 KB sharing all but their last bytes with the typed one took 20 s.
+TEST(ClosestName, AMissAmongLongNamesStopsAtTheBudget) {
+  const std::string stem(20000, 'x');
+  std::vector<std::string> owned;
+  for (int i = 0; i < 20; ++i) owned.push_back(stem + std::to_string(100 + i));
+  const std::vector<std::string_view> names(owned.begin(), owned.end());
+  rootspan::ClosestNamesWork work;
+  EXPECT_TRUE(closest_names(stem + "999", names, 3, &work).empty());  // too long to be worth suggesting for
+  EXPECT_EQ(work.cells, 0u);
+
+  // A typed name at the longest compared, against many names a hundred
+  // edits away at its end (each comparison runs almost every row of a wide
+  // band): the work stops at the budget, with the nearest of those compared;
+  // the exact name placed last is never reached.
+  const std::string prefix(rootspan::kLongestTypedName - 100, 'y');
+  const std::string typed = prefix + std::string(100, 'a');
+  std::vector<std::string> many = {prefix + std::string(99, 'a') + "b"};
+  for (int i = 0; i < 2000; ++i) many.push_back(prefix + std::string(100, 'b'));
+  many.push_back(typed);
+  const std::vector<std::string_view> views(many.begin(), many.end());
+  const auto near = closest_names(typed, views, 3, &work);
+  EXPECT_LE(work.cells, rootspan::kClosestNamesBudget);
+  EXPECT_TRUE(work.stopped_early);
+  ASSERT_EQ(near.size(), 3u);
+  EXPECT_EQ(near.front(), views.front());
+
+  // Short names are compared in full, well within it.
+  const std::vector<std::string_view> ids = {"layers.1.up", "layers.10.up", "norm"};
+  EXPECT_EQ(closest_names("layers.1.upp", ids, 1, &work), (std::vector<std::string_view>{"layers.1.up"}));
+  EXPECT_FALSE(work.stopped_early);
+  EXPECT_GT(work.cells, 0u);
+  EXPECT_EQ(typo_distance(stem + "1", stem + "2"), std::nullopt);
+}
+
 std::string printed(const TextTable &table, std::size_t width) {
   char *buffer = nullptr;
   std::size_t size = 0;
