@@ -167,7 +167,13 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_S
       ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path), ROOTSPAN_STRUCT_END(rootspan_load_options, populate), \
       ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
 
-/* The components a load made. Owns their roots until rootspan_weights_free. */
+/* The components a load made. Owns their roots until rootspan_weights_free.
+ * Threads: any call may run on one thread while another releases a component
+ * or frees the weights; it then returns a clean status, never reads freed
+ * memory: a call on weights freed already (on any thread) fails with
+ * ROOTSPAN_ERR_INVALID_ARGUMENT ("not a live handle"; rootspan_weights_provider
+ * returns NULL). The strings and roots a call gave out are the caller's to
+ * stop using once the component or the weights are released. */
 typedef struct rootspan_weights rootspan_weights;
 
 /* Opens and validates the checkpoint and schema, then loads every component
@@ -338,7 +344,10 @@ ROOTSPAN_API rootspan_status rootspan_weights_skipped_count(const rootspan_weigh
 ROOTSPAN_API rootspan_status rootspan_weights_skipped(const rootspan_weights *weights, size_t index, const char **id,
                                                       const char **reason);
 /* The SHA-256 of a component's bytes as they lie in provider memory, read back
- * through the provider: 64 lowercase hex digits and a NUL into hex[65]. */
+ * through the provider: 64 lowercase hex digits and a NUL into hex[65]. The
+ * root is claimed (shared) while it is hashed, so a release or free on
+ * another thread meanwhile fails with ROOTSPAN_ERR_BUSY. A component released
+ * already, or an index past the count: ROOTSPAN_ERR_INVALID_ARGUMENT. */
 ROOTSPAN_API rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
                                                                rootspan_error **error);
 /* Added in 0.6.0. The SHA-256 of a component's bytes in the checkpoint's
@@ -361,7 +370,8 @@ ROOTSPAN_API rootspan_status rootspan_weights_release_component(rootspan_weights
 
 /* Releases every component's root (those not released already) and frees the
  * weights. Fails with ROOTSPAN_ERR_BUSY, freeing nothing, while a component is
- * still claimed. */
+ * still claimed; ROOTSPAN_ERR_INVALID_ARGUMENT, touching nothing, for weights
+ * freed already. NULL: nothing to do, ROOTSPAN_OK. */
 ROOTSPAN_API rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error);
 
 /* Validates a checkpoint without loading it and describes it as one JSON

@@ -1,8 +1,11 @@
 // The extern "C" entry points of weights.h.
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +18,7 @@
 #include "core/text/quoting.hpp"
 #include "rootspan/weights.h"
 #include "weights/api/inspect.hpp"
+#include "weights/api/live_handles.hpp"
 #include "weights/pipeline/load_pipeline.hpp"
 #include "weights/schema/schema.hpp"
 
@@ -25,7 +29,14 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS);
 }  // namespace rootspan
 
+// Listed in live_weights() from the load to rootspan_weights_free: every call
+// holds it through that list (hold), so a free on another thread cannot
+// free it under the call.
 struct rootspan_weights {
+  // Taken shared by every call that reads, exclusively by the two that
+  // change the components' roots (release_component, free).
+  mutable std::shared_mutex lock;
+  bool freed = false;  // rootspan_weights_free released everything: no call may use it now
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
   std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
@@ -100,6 +111,51 @@ rootspan_component_info info_of(const weights::LoadResult &result, const weights
   info.source_offset = c.source_offset;
   info.source_contiguous = c.source_contiguous ? 1 : 0;
   return info;
+}
+
+// Every live rootspan_weights. Never destroyed: a call may come while the
+// program exits.
+rootspan::LiveHandles<rootspan_weights> &live_weights() {
+  static auto *live = new rootspan::LiveHandles<rootspan_weights>();
+  return *live;
+}
+
+constexpr const char *kNotLive =
+    "weights is not a live handle: it was freed (rootspan_weights_free), here or on another thread, or was never "
+    "made by rootspan_weights_load";
+
+// A call's hold on a live handle: the object, kept alive to the end of the
+// call, and its lock (shared to read, unique to release roots).
+template <class Lock>
+struct Held {
+  std::shared_ptr<rootspan_weights> weights;  // declared first: outlives the lock
+  Lock lock;
+  rootspan_weights *operator->() const { return weights.get(); }
+  rootspan_weights &operator*() const { return *weights; }
+};
+using Reading = std::shared_lock<std::shared_mutex>;
+using Writing = std::unique_lock<std::shared_mutex>;
+
+// The handle held, or nullopt when it is not live (freed, or never made).
+template <class Lock>
+std::optional<Held<Lock>> hold(const rootspan_weights *handle) {
+  std::shared_ptr<rootspan_weights> found = live_weights().find(handle);
+  if (found == nullptr) return std::nullopt;
+  Lock lock(found->lock);
+  if (found->freed) return std::nullopt;  // freed while this call waited for the lock
+  return Held<Lock>{std::move(found), std::move(lock)};
+}
+
+// rootspan_weights_find's search, on a held handle.
+bool find_in(const rootspan_weights &weights, std::string_view id, std::size_t &index) {
+  for (const auto *names : {&weights.index_of_id, &weights.index_of_source}) {
+    const auto found = names->find(id);
+    if (found != names->end()) {
+      index = found->second;
+      return true;
+    }
+  }
+  return false;
 }
 
 // What a lookup of `missing` could have meant, for its NotFound: the reason
@@ -313,7 +369,7 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
         const rootspan_load_progress progress{sizeof(rootspan_load_progress),
-                                              p.component->c_str(),
+                                              p.component != nullptr ? p.component->c_str() : "",
                                               p.component_index,
                                               p.component_count,
                                               p.bytes_done,
@@ -324,45 +380,48 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     rootspan::Context &ctx = *context->context;
     auto loaded = weights::run_load(ctx, request.value(), std::move(load));
     if (!loaded) return loaded.error();
-    *out = new rootspan_weights(&ctx, std::move(loaded).value());
+    *out = live_weights().add(std::make_shared<rootspan_weights>(&ctx, std::move(loaded).value()));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }
 
 rootspan_status rootspan_weights_bytes_read(const rootspan_weights *weights, uint64_t *bytes) {
   if (weights == nullptr || bytes == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  *bytes = weights->result.total_bytes;
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *bytes = (*held)->result.total_bytes;
   return ROOTSPAN_OK;
 }
 
 const char *rootspan_weights_provider(const rootspan_weights *weights) {
-  return weights == nullptr ? nullptr : weights->result.provider.c_str();
+  const auto held = hold<Reading>(weights);
+  return held ? (*held)->result.provider.c_str() : nullptr;
 }
 
 rootspan_status rootspan_weights_component_count(const rootspan_weights *weights, size_t *count) {
   if (weights == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  *count = weights->result.components.size();
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = (*held)->result.components.size();
   return ROOTSPAN_OK;
 }
 
 rootspan_status rootspan_weights_component(const rootspan_weights *weights, size_t index,
                                            rootspan_component_info *info) {
   if (weights == nullptr || !struct_size_ok(info)) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  if (index >= weights->result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
-  write_struct(info, info_of(weights->result, weights->result.components[index]));
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const weights::LoadResult &result = (*held)->result;
+  if (index >= result.components.size()) return ROOTSPAN_ERR_NOT_FOUND;
+  write_struct(info, info_of(result, result.components[index]));
   return ROOTSPAN_OK;
 }
 
 rootspan_status rootspan_weights_find(const rootspan_weights *weights, const char *id, size_t *index) {
   if (weights == nullptr || id == nullptr || index == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  for (const auto *names : {&weights->index_of_id, &weights->index_of_source}) {
-    const auto found = names->find(std::string_view(id));
-    if (found != names->end()) {
-      *index = found->second;
-      return ROOTSPAN_OK;
-    }
-  }
-  return ROOTSPAN_ERR_NOT_FOUND;
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  return find_in(**held, id, *index) ? ROOTSPAN_OK : ROOTSPAN_ERR_NOT_FOUND;
 }
 
 rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const char *id, size_t *index,
@@ -371,12 +430,16 @@ rootspan_status rootspan_weights_lookup(const rootspan_weights *weights, const c
   if (weights == nullptr || id == nullptr || index == nullptr) {
     return invalid(error, kOperation, "weights, id or index is NULL");
   }
-  const rootspan_status found = rootspan_weights_find(weights, id, index);
-  if (found != ROOTSPAN_ERR_NOT_FOUND || error == nullptr) return found;  // no one to tell why
+  // Shared: other calls go on while a miss is explained (its search is
+  // bounded: closest_names.hpp); a release or free waits for it.
+  const auto held = hold<Reading>(weights);
+  if (!held) return invalid(error, kOperation, kNotLive);
+  if (find_in(**held, id, *index)) return ROOTSPAN_OK;
+  if (error == nullptr) return ROOTSPAN_ERR_NOT_FOUND;  // no one to tell why
   const std::string missed = "no loaded component has the id or tensor name " + rootspan::quoted_text(id);
   try {
     return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
-                                              missed + " (" + what_is_there(*weights, id) + ")"));
+                                              missed + " (" + what_is_there(**held, id) + ")"));
   } catch (const std::bad_alloc &) {
     // Still a miss: said without what is there.
     return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation, missed));
@@ -390,29 +453,63 @@ const char *rootspan_role_name(rootspan_component_role role) {
 
 rootspan_status rootspan_weights_skipped_count(const rootspan_weights *weights, size_t *count) {
   if (weights == nullptr || count == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  *count = weights->result.skipped.size();
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  *count = (*held)->result.skipped.size();
   return ROOTSPAN_OK;
 }
 
 rootspan_status rootspan_weights_skipped(const rootspan_weights *weights, size_t index, const char **id,
                                          const char **reason) {
   if (weights == nullptr) return ROOTSPAN_ERR_INVALID_ARGUMENT;
-  if (index >= weights->result.skipped.size()) return ROOTSPAN_ERR_NOT_FOUND;
-  if (id != nullptr) *id = weights->result.skipped[index].id.c_str();
-  if (reason != nullptr) *reason = weights->result.skipped[index].reason.c_str();
+  const auto held = hold<Reading>(weights);
+  if (!held) return ROOTSPAN_ERR_INVALID_ARGUMENT;
+  const auto &skipped = (*held)->result.skipped;
+  if (index >= skipped.size()) return ROOTSPAN_ERR_NOT_FOUND;
+  if (id != nullptr) *id = skipped[index].id.c_str();
+  if (reason != nullptr) *reason = skipped[index].reason.c_str();
   return ROOTSPAN_OK;
 }
 
 rootspan_status rootspan_weights_component_sha256(rootspan_weights *weights, size_t index, char hex[65],
                                                   rootspan_error **error) {
   if (weights == nullptr || hex == nullptr) return invalid(error, "verify", "weights or hex is NULL");
-  if (index >= weights->result.components.size()) return invalid(error, "verify", "no component at that index");
-  const weights::LoadedComponent &component = weights->result.components[index];
-  if (component.root == nullptr) {
-    return invalid(error, "verify", ("component \"" + component.id + "\" was released on its own").c_str());
-  }
   return guarded(error, "verify", [&]() -> Result<void> {
-    auto digest = weights::root_sha256(*component.root);
+    rootspan::Root *root = nullptr;
+    struct Keep {  // a claim that holds the root while it is hashed, after the lock is let go
+      rootspan::Claim *claim = nullptr;
+      ~Keep() {
+        if (claim != nullptr) (void)rootspan::claim_release(*claim);
+      }
+    } keep;
+    {
+      const auto held = hold<Reading>(weights);
+      if (!held) return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "verify", kNotLive);
+      const auto &components = (*held)->result.components;
+      if (index >= components.size()) {
+        return rootspan::make_error(
+            ROOTSPAN_ERR_INVALID_ARGUMENT, "verify",
+            "index " + std::to_string(index) + " is past the " + std::to_string(components.size()) + " components",
+            components.size(), index);
+      }
+      const weights::LoadedComponent &component = components[index];
+      if (component.root == nullptr) {
+        return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "verify",
+                                    "component \"" + component.id + "\" was released on its own");
+      }
+      root = component.root;
+      if (root->extent.length == 0) {  // nothing to claim or read: hashed here, under the lock
+        auto digest = weights::root_sha256(*root);
+        if (!digest) return digest.error();
+        std::memcpy(hex, digest.value().c_str(), 65);
+        return BOOST_OUTCOME_V2_NAMESPACE::success();
+      }
+      // Claimed before the lock is let go: a release or free on another
+      // thread now fails with Busy instead of freeing the root being read.
+      ROOTSPAN_ASSIGN_OR_RETURN(keep.claim,
+                                rootspan::claim_acquire(*root, 0, root->extent.length, ROOTSPAN_CLAIM_SHARED));
+    }
+    auto digest = weights::root_sha256(*root);
     if (!digest) return digest.error();
     std::memcpy(hex, digest.value().c_str(), 65);
     return BOOST_OUTCOME_V2_NAMESPACE::success();
@@ -424,7 +521,9 @@ rootspan_status rootspan_weights_source_sha256(const rootspan_weights *weights, 
   constexpr const char *kOperation = "weights_source_sha256";
   if (weights == nullptr || hex == nullptr) return invalid(error, kOperation, "weights or hex is NULL");
   return guarded(error, kOperation, [&]() -> Result<void> {
-    const auto &components = weights->result.components;
+    const auto held = hold<Reading>(weights);
+    if (!held) return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation, kNotLive);
+    const auto &components = (*held)->result.components;
     if (index >= components.size()) {
       return rootspan::make_error(
           ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
@@ -443,17 +542,21 @@ rootspan_status rootspan_weights_source_sha256(const rootspan_weights *weights, 
 }
 
 rootspan_status rootspan_weights_release_component(rootspan_weights *weights, size_t index, rootspan_error **error) {
-  if (weights == nullptr) return invalid(error, "weights_release_component", "weights is NULL");
-  if (index >= weights->result.components.size()) {
-    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, "weights_release_component",
+  constexpr const char *kOperation = "weights_release_component";
+  if (weights == nullptr) return invalid(error, kOperation, "weights is NULL");
+  const auto held = hold<Writing>(weights);
+  if (!held) return invalid(error, kOperation, kNotLive);
+  auto &components = (*held)->result.components;
+  if (index >= components.size()) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
                                               "no component at index " + std::to_string(index) + "; the weights hold " +
-                                                  std::to_string(weights->result.components.size()),
-                                              weights->result.components.size(), index));
+                                                  std::to_string(components.size()),
+                                              components.size(), index));
   }
-  weights::LoadedComponent &component = weights->result.components[index];
+  weights::LoadedComponent &component = components[index];
   if (component.root == nullptr) return ROOTSPAN_OK;
-  const rootspan_status status = guarded(error, "weights_release_component", [&] {
-    return weights->context->release_together({component.root}, {"component \"" + component.id + "\""});
+  const rootspan_status status = guarded(error, kOperation, [&] {
+    return (*held)->context->release_together({component.root}, {"component \"" + component.id + "\""});
   });
   if (status == ROOTSPAN_OK) component.root = nullptr;
   return status;
@@ -461,17 +564,24 @@ rootspan_status rootspan_weights_release_component(rootspan_weights *weights, si
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
   if (weights == nullptr) return ROOTSPAN_OK;
+  const auto held = hold<Writing>(weights);
+  if (!held) return invalid(error, "weights_free", kNotLive);
   // All or nothing: the claim checks and the releases under one hold.
   std::vector<rootspan::Root *> roots;
   std::vector<std::string> names;
-  for (const weights::LoadedComponent &c : weights->result.components) {
+  for (const weights::LoadedComponent &c : (*held)->result.components) {
     if (c.root == nullptr) continue;  // released on its own
     roots.push_back(c.root);
     names.push_back("component \"" + c.id + "\"");
   }
   const rootspan_status status =
-      guarded(error, "weights_free", [&] { return weights->context->release_together(roots, names); });
-  if (status == ROOTSPAN_OK) delete weights;
+      guarded(error, "weights_free", [&] { return (*held)->context->release_together(roots, names); });
+  if (status == ROOTSPAN_OK) {
+    // Calls waiting for the lock see `freed`; later ones find no handle. The
+    // object goes with the last hold (this one, or a waiting call's).
+    (*held)->freed = true;
+    live_weights().remove(weights);
+  }
   return status;
 }
 
@@ -560,16 +670,18 @@ rootspan_status rootspan_weights_digests(const rootspan_weights *weights, char *
   if (weights == nullptr || json == nullptr) return invalid(error, "check_digests", "weights or json is NULL");
   *json = nullptr;
   return guarded(error, "check_digests", [&]() -> Result<void> {
+    const auto held = hold<Reading>(weights);
+    if (!held) return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "check_digests", kNotLive);
+    const rootspan_weights &w = **held;
     nlohmann::json verified = nlohmann::json::array(), unverifiable = nlohmann::json::array();
-    for (const weights::DigestOutcome &d : weights->result.digests) {
+    for (const weights::DigestOutcome &d : w.result.digests) {
       verified.push_back(
           {{"kind", d.kind}, {"name", d.name}, {"bytes", d.bytes}, {"sha256", d.sha256}, {"source", d.source}});
     }
-    for (const weights::Unverifiable &u : weights->unverifiable) {
+    for (const weights::Unverifiable &u : w.unverifiable) {
       unverifiable.push_back({{"file", u.file}, {"reason", u.reason}});
     }
-    const nlohmann::json doc = {
-        {"checked", weights->checked_digests}, {"verified", verified}, {"unverifiable", unverifiable}};
+    const nlohmann::json doc = {{"checked", w.checked_digests}, {"verified", verified}, {"unverifiable", unverifiable}};
     *json = c_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
@@ -579,7 +691,9 @@ rootspan_status rootspan_weights_read_report(const rootspan_weights *weights, ch
   if (weights == nullptr || json == nullptr) return invalid(error, "read_report", "weights or json is NULL");
   *json = nullptr;
   return guarded(error, "read_report", [&]() -> Result<void> {
-    const weights::LoadResult &result = weights->result;
+    const auto held = hold<Reading>(weights);
+    if (!held) return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "read_report", kNotLive);
+    const weights::LoadResult &result = (*held)->result;
     const nlohmann::json doc = {{"requested", weights::strategy_name(result.requested_strategy)},
                                 {"strategy", weights::strategy_name(result.strategy)},
                                 {"reason", result.strategy_reason},
@@ -605,51 +719,11 @@ rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_o
     if (!request) return request.error();
     auto prepared = weights::prepare_load(request.value());
     if (!prepared) return prepared.error();
-    const weights::Checkpoint &checkpoint = prepared.value().checkpoint;
-    std::vector<weights::DigestJob> jobs = weights::file_jobs(checkpoint);
-    const std::size_t file_count = jobs.size();
-    weights::DigestManifest manifest;
-    std::vector<std::size_t> rank_of_job;  // for the component jobs after the files
-    if (per_component != 0) {
-      weights::ComponentDigests components;
-      const std::optional<weights::ShardSpec> &spec = request.value().spec;
-      if (spec) {
-        components.world_size = spec->world_size;
-        components.convention = spec->convention;
-        components.rules = spec->rules;
-      }
-      components.ranks.resize(components.world_size);
-      for (std::uint32_t rank = 0; rank < components.world_size; ++rank) {
-        std::vector<weights::ComponentPayload> payloads = prepared.value().resolved.payloads;
-        if (spec) {
-          weights::ShardSpec each = *spec;
-          each.rank = rank;
-          auto plan = weights::plan_reads(payloads, each);
-          if (!plan) return plan.error();
-          auto sliced = weights::sliced_payloads(payloads, plan.value());
-          if (!sliced) return sliced.error();
-          payloads = std::move(sliced).value();
-        }
-        for (weights::DigestJob &job : weights::component_jobs(checkpoint, payloads)) {
-          jobs.push_back(std::move(job));
-          rank_of_job.push_back(rank);
-        }
-      }
-      manifest.components = std::move(components);
-    }
-    weights::ParallelHasher hasher(std::move(jobs));
-    auto hashed = hasher.wait([] { return Result<void>(BOOST_OUTCOME_V2_NAMESPACE::success()); });
-    if (!hashed) return hashed.error();
-    for (std::size_t i = 0; i < hashed.value().size(); ++i) {
-      const weights::DigestOutcome &d = hashed.value()[i];
-      if (i < file_count) {
-        manifest.files[d.name] = {d.bytes, d.sha256};
-      } else {
-        manifest.components->ranks[rank_of_job[i - file_count]][d.name] = {d.bytes, d.sha256};
-      }
-    }
-    if (const auto &index = checkpoint.index_file()) manifest.files[index->file] = {index->bytes, index->sha256};
-    *json = c_string(weights::digest_manifest_json(manifest));
+    const std::optional<weights::ShardSpec> &spec = request.value().spec;
+    auto manifest = weights::hash_checkpoint(prepared.value().checkpoint, prepared.value().resolved.payloads,
+                                             per_component != 0, spec ? &*spec : nullptr);
+    if (!manifest) return manifest.error();
+    *json = c_string(weights::digest_manifest_json(manifest.value()));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

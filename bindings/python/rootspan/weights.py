@@ -218,10 +218,12 @@ class Component(_Exportable):
                 import hashlib
                 from . import _memory
                 return hashlib.sha256(_memory.view(lease, 0, lease.nbytes, True)).hexdigest()
-        self._live("verify")
-        out = ctypes.create_string_buffer(65)
-        errors.check(state.lib, state.lib.rootspan_weights_component_sha256, self._wstate.handle, self.index, out)
-        return out.value.decode()
+            # Under the lock, so that a close on another thread cannot free the handle during the call.
+            self._live("verify")
+            out = ctypes.create_string_buffer(65)
+            errors.check(state.lib, state.lib.rootspan_weights_component_sha256, self._wstate.handle, self.index,
+                         out)
+            return out.value.decode()
 
     def source_sha256(self):
         """The SHA-256 (hex) of this component's bytes in the files, hashed once the load had placed every
@@ -278,9 +280,10 @@ class Weights(collections.abc.Mapping):
         "component"), "name", "bytes", "sha256", "source"}], "unverifiable": [{"file", "reason"}]}; for a load
         not asked to check, {"checked": False, "verified": [], "unverifiable": []}."""
         from .inspect import _json
-        handle = self._live("check_digests")
-        lib = self._context._state.lib
-        return _json(lib, lib.rootspan_weights_digests, handle)
+        state = self._context._state
+        with state.lock:  # the liveness check and the call, against a close on another thread
+            handle = self._live("check_digests")
+            return _json(state.lib, state.lib.rootspan_weights_digests, handle)
 
     @property
     def read_report(self):
@@ -289,9 +292,10 @@ class Weights(collections.abc.Mapping):
         "queue_depth", "requests", "bytes", "direct_bytes", "bounced_bytes", "peak_requests_in_flight",
         "peak_bytes_in_flight", "fallbacks": [{"file", "reason"}], ...}} (docs/cold-start.md)."""
         from .inspect import _json
-        handle = self._live("read_report")
-        lib = self._context._state.lib
-        return _json(lib, lib.rootspan_weights_read_report, handle)
+        state = self._context._state
+        with state.lock:  # the liveness check and the call, against a close on another thread
+            handle = self._live("read_report")
+            return _json(state.lib, state.lib.rootspan_weights_read_report, handle)
 
     def _live(self, operation):
         if self._closed or self._wstate.handle is None:
@@ -320,15 +324,21 @@ class Weights(collections.abc.Mapping):
         if found is not None:
             return found
         state = self._context._state
-        with state.lock:  # the liveness check and the call, against a close on another thread
+        with state.lock:
             handle = self._live("find_component")
-            index = ctypes.c_size_t()
-            err = ctypes.c_void_p()
-            status = state.lib.rootspan_weights_lookup(handle, _abi.c_text(name, "component id"),
-                                                       ctypes.byref(index), ctypes.byref(err))
+        # Outside the lock: the explanation searches every name (a bounded search, but no reason for other
+        # threads to wait). A close meanwhile cannot crash it (the library refuses a freed handle), and is
+        # seen below: this state's handle never comes back once freed.
+        index = ctypes.c_size_t()
+        err = ctypes.c_void_p()
+        status = state.lib.rootspan_weights_lookup(handle, _abi.c_text(name, "component id"), ctypes.byref(index),
+                                                   ctypes.byref(err))
+        error = errors.from_handle(state.lib, status, err) if status != _abi.OK else None
+        with state.lock:
+            if self._wstate.handle != handle:  # freed during the call: its answer may be another handle's
+                raise ValueError("find_component: the weights are closed")
         if status == _abi.OK:
             return index.value
-        error = errors.from_handle(state.lib, status, err)
         if status == _abi.ERR_NOT_FOUND:
             raise KeyError(error.cause) from None
         raise error
