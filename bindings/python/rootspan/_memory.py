@@ -6,11 +6,18 @@ a memoryview, a numpy array, or a DLPack consumer. Every view keeps its lease
 alive by reference, so the mapping is unmapped — and an owned claim released —
 when the last of them is garbage, on whatever thread drops it.
 
+The package's own reads of that memory (hashing it, copying a slice or a
+whole tensor out of it) go through the library's protected copy (copy_out):
+memory over a file mapping faults once the file is truncated, and the
+library turns that into an IoError instead of a dead process.
+
 Read-only memory is only ever handed out read-only: with numpy, views are
 read-only ndarrays whose base object exports no buffer at all, so neither
 `flags.writeable = True` nor a new buffer over `.base` can make it writable.
 """
 import ctypes
+
+from . import errors
 
 try:
     import numpy
@@ -21,9 +28,10 @@ except ImportError:  # numpy is optional; views fall back to ctypes
 class _Lease:
     """One live mapping of a claim; unmapped when the lease is garbage or released."""
 
-    def __init__(self, state, claim, mapping, own_claim):
+    def __init__(self, state, claim, mapping, own_claim, offset=0):
         self.state = state  # the context's state (library, lock, open/closed)
         self.claim = claim  # the Claim object the mapping was made under
+        self.offset = offset  # where the mapping starts in the claim
         self.mapping = mapping  # rootspan_mapping * (int)
         self.own_claim = own_claim  # release the claim with the mapping (exports)
         lib = state.lib
@@ -95,3 +103,28 @@ def view(lease, offset, nbytes, readonly):
         return memoryview(b"") if readonly else memoryview(bytearray())
     mv = memoryview(_owned_bytes(lease, lease.address + offset, nbytes)).cast("B")
     return mv.toreadonly() if readonly else mv
+
+
+def copy_out(lease, offset, nbytes, address):
+    """Copies nbytes of the lease's memory from offset to the host address, through the library
+    (rootspan_copy_to_host on the lease's claim): where the memory maps a file truncated since, an IoError
+    naming the file, never a SIGBUS that kills the process or the zeros a page past the file's end reads as.
+    A typed root copies whole elements: offset and nbytes must be multiples of its element size."""
+    if nbytes == 0:
+        return
+    state = lease.state
+    with state.lock:  # against a close on another thread
+        if lease.mapping is None:
+            raise ValueError("copy_to_host: the memory was released")
+        handle = lease.claim._live("copy_to_host")
+        errors.check(state.lib, state.lib.rootspan_copy_to_host, handle, lease.offset + offset,
+                     ctypes.c_void_p(address), nbytes)
+
+
+def check_covered(lease):
+    """Reads the lease's last bytes through the library (copy_out): an IoError if the file its memory maps
+    was truncated short of them. For the reads the package leaves to torch (a copy to a device), which no
+    one can guard: a check just before them, not a guard during them."""
+    tail = min(16, lease.nbytes)  # whole elements of any type: every element size divides 16
+    out = ctypes.create_string_buffer(max(tail, 1))
+    copy_out(lease, lease.nbytes - tail, tail, ctypes.addressof(out))

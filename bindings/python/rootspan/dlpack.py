@@ -23,7 +23,7 @@ import itertools
 import threading
 from ctypes import POINTER, Structure, c_char_p, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 
-from . import dtypes
+from . import _memory, dtypes
 
 VERSION = (1, 1)  # the DLPack version this module writes
 FLAG_READ_ONLY = 1 << 0  # the consumer must not write through the tensor
@@ -202,8 +202,9 @@ def export(make_lease, dtype_name, shape, readonly, device, *, stream=None, max_
     lease = make_lease()
     if copy:
         buffer = (ctypes.c_ubyte * max(lease.nbytes, 1))()
-        ctypes.memmove(buffer, lease.address, lease.nbytes)
-        lease.release()
+        # The library's protected copy: a file truncated under a mapping is an IoError, not a SIGBUS. The
+        # lease may be one other exports share: dropping it (below) unmaps it only if nothing else holds it.
+        _memory.copy_out(lease, 0, lease.nbytes, ctypes.addressof(buffer))
         record.keep, data, flags = buffer, ctypes.addressof(buffer), FLAG_IS_COPIED
     else:
         record.keep, data, flags = lease, lease.address, FLAG_READ_ONLY if readonly else 0

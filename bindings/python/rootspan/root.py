@@ -284,7 +284,7 @@ class Claim:
             out = ctypes.c_void_p()
             fn = lib.rootspan_map_write if write else lib.rootspan_map_read
             errors.check(lib, fn, handle, dtype_code, offset, length, ctypes.byref(out))
-            return _memory._Lease(self._state, self, out.value, own_claim)
+            return _memory._Lease(self._state, self, out.value, own_claim, offset)
 
     def map(self, offset=0, length=None, *, write=False, dtype=None):
         """Maps [offset, offset + length) of the claim (length None: to its end) on the host.

@@ -53,13 +53,13 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             name = entry["name"]
             component = by_name.get(name)
             if component is not None:
-                tensor = tensor_of(component)
+                tensor = _frameworks.to_device(tensor_of(component), target, component)
                 weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
             elif entry.get("bytes") == 0 and (tensors is None or any(fnmatch.fnmatchcase(name, p) for p in tensors)):
-                tensor = _frameworks.to_torch(None, entry["dtype"], entry["shape"])  # empty: the core makes no root
+                tensor = _frameworks.to_device(_frameworks.to_torch(None, entry["dtype"], entry["shape"]), target)
             else:
                 continue  # not selected
-            yield name, tensor if target.type == "cpu" else tensor.to(target)
+            yield name, tensor
     finally:
         weights.close()
 
@@ -181,6 +181,7 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
     or the checkpoint's own tensor names with by_source_name."""
     if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size < 1:
         raise ValueError(f"world_size must be at least 1, got {world_size}")
+    from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     context = Context()
     weights = context.load(path, schema=schema, provider=provider, strategy=strategy, rank=rank,
@@ -193,7 +194,7 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
             tensor = tensor_of(component)
             name = component.source_name if by_source_name else cid
             names.append(name)
-            out[name] = tensor if target.type == "cpu" else tensor.to(target)
+            out[name] = _frameworks.to_device(tensor, target, component)
     except BaseException:
         out.clear()
         raise

@@ -215,9 +215,7 @@ class Component(_Exportable):
         with state.lock:
             lease = self._lease() if self._lease is not None else None
             if lease is not None and lease.mapping is not None:  # exported: hash the memory under that claim
-                import hashlib
-                from . import _memory
-                return hashlib.sha256(_memory.view(lease, 0, lease.nbytes, True)).hexdigest()
+                return _sha256_of(lease)
             # Under the lock, so that a close on another thread cannot free the handle during the call.
             self._live("verify")
             out = ctypes.create_string_buffer(65)
@@ -240,6 +238,25 @@ class Component(_Exportable):
         flags = [f for f, on in (("zero-copy", self.zero_copy), ("read-only", self.read_only)) if on]
         return (f"<rootspan.Component {self.id!r} {self.dtype}{list(self.shape)} {self.nbytes} bytes {self.role} "
                 f"{self.encoding}{' ' + ' '.join(flags) if flags else ''}>")
+
+
+# What one copy out of provider memory takes while hashing: a multiple of every element size.
+_HASH_CHUNK = 16 << 20
+
+
+def _sha256_of(lease):
+    """The SHA-256 (hex) of a lease's bytes, read through the library's protected copies (_memory.copy_out),
+    one chunk at a time: a file truncated under a mapped component is an IoError, not a SIGBUS."""
+    import hashlib
+    from . import _memory
+    digest = hashlib.sha256()
+    chunk = ctypes.create_string_buffer(min(lease.nbytes, _HASH_CHUNK))
+    view = memoryview(chunk).cast("B")
+    for done in range(0, lease.nbytes, _HASH_CHUNK):
+        n = min(_HASH_CHUNK, lease.nbytes - done)
+        _memory.copy_out(lease, done, n, ctypes.addressof(chunk))
+        digest.update(view[:n])
+    return digest.hexdigest()
 
 
 class Weights(collections.abc.Mapping):

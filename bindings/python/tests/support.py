@@ -5,6 +5,8 @@ import ctypes
 import json
 import os
 import struct
+import subprocess
+import sys
 
 import rootspan
 from rootspan import dlpack
@@ -32,6 +34,13 @@ ELEMENT_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "U16": 2, "I16": 2, "F16": 2, "BF1
 def context(**kwargs):
     """A context with the compiled-in providers only: nothing from this machine's manifests."""
     return rootspan.Context(manifests=[], **kwargs)
+
+
+def run_python(code, *args):
+    """(exit status, output) of code run by a new interpreter with this one's environment: for what would
+    kill the test process if it went wrong (a SIGBUS)."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout + done.stderr
 
 
 def read_safetensors(path):

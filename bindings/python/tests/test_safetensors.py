@@ -27,7 +27,7 @@ import rootspan.safetensors as safetensors
 from rootspan.safetensors import SafetensorError, safe_open
 from rootspan.safetensors import numpy as st_numpy
 from rootspan.safetensors import torch as st_torch
-from support import read_safetensors
+from support import read_safetensors, run_python
 
 
 def mappings_of(path):
@@ -249,10 +249,10 @@ class WritableAndKept(Folder):
         f = safe_open(path, framework="np")
         kept = f.get_tensor("v")
         f.get_tensor("w")  # dropped at once
-        weights = f._weights
+        loads = list(f._loads)
         f.__exit__(None, None, None)
-        released = weights._wstate.released
-        self.assertEqual(sorted(c.source_name for c in weights._components if not released[c.index]), ["v"])
+        self.assertEqual(sorted(c.source_name for weights in loads for c in weights._components
+                                if not weights._wstate.released[c.index]), ["v"])
         with self.assertRaisesRegex(SafetensorError, "File is closed"):
             f.get_tensor("v")
         self.assertEqual(kept.tolist(), [1] * 7)
@@ -337,6 +337,44 @@ class BadInput(Folder):
             with self.assertRaisesRegex(SafetensorError, "Error while deserializing: " + words.split(" `")[0]):
                 safetensors.deserialize(blob)
 
+    def test_a_nul_in_a_tensor_name_is_refused_everywhere(self):
+        # C reads a name up to its NUL: "a\0x" would load as "a", in place of the real "a" (issue 35 item 5).
+        path = self.path("nul.safetensors")
+        st_numpy.save_file({"a": numpy.zeros(1, numpy.float32), "a\0x": numpy.ones(1, numpy.float32)}, path)
+        with open(path, "rb") as f:
+            blob = f.read()
+        at = blob.index(b'"a\\u0000x"')
+        words = (r'tensor "a\\x00x": the name holds a NUL byte at position 1 \(the name begins at byte '
+                 rf'{at} of the file\); C reads a name up to its first NUL, so it would read as "a"')
+        with self.assertRaisesRegex(SafetensorError, "rootspan refuses what the reference library accepts.*" +
+                                    words) as caught:
+            safe_open(path, framework="np")
+        self.assertNotIn("\0", str(caught.exception))
+        with self.assertRaisesRegex(SafetensorError, "Error while deserializing: .*" + words):
+            safetensors.deserialize(blob)
+        import rootspan.inspect
+        import rootspan.torch
+        for call in (rootspan.torch.load, rootspan.inspect.inspect):
+            with self.assertRaisesRegex(rootspan.errors.InvalidCheckpointError, words):
+                call(path)
+        gguf = self.path("nul.gguf")
+        with open(gguf, "wb") as f:  # two F32 tensors of one value, "a" and "a\0x", and no metadata
+            f.write(b"GGUF" + struct.pack("<IQQ", 3, 2, 0))
+            for name, offset in ((b"a", 0), (b"a\0x", 32)):
+                f.write(struct.pack("<Q", len(name)) + name + struct.pack("<IQIQ", 1, 1, 0, offset))
+            f.write(b"\0" * (-f.tell() % 32) + struct.pack("<f", 1.0) + b"\0" * 28 + struct.pack("<f", 2.0))
+        with self.assertRaisesRegex(rootspan.errors.InvalidCheckpointError,
+                                    r'at byte 57: tensor #1 name: "a\\x00x" holds a NUL byte at position 1'):
+            rootspan.torch.load(gguf)
+
+    def test_names_in_messages_have_their_control_characters_escaped(self):
+        path = self.path("a.safetensors")
+        st_numpy.save_file({"a": numpy.zeros(1, numpy.float32)}, path)
+        with safe_open(path, framework="np") as f:
+            with self.assertRaises(SafetensorError) as caught:
+                f.get_tensor("x\ny\x1b[2J\x00")
+        self.assertEqual(str(caught.exception), "File does not contain tensor x\\ny\\x1b[2J\\x00")
+
     def test_stricter_rules_say_so(self):
         header = b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],' \
                  b'"data_offsets":[0,4]}}'
@@ -344,6 +382,90 @@ class BadInput(Folder):
         with self.assertRaisesRegex(SafetensorError, "rootspan refuses what the reference library accepts.*"
                                                      "duplicate key"):
             safe_open(path, framework="np")
+
+
+class LoadsWhatIsAsked(Folder):
+    """A tensor asked for loads that tensor, not the file (issue 35 item 12); a few asked one by one, the
+    rest is loaded at once; load_file and get_tensors load everything once."""
+
+    def write(self):
+        path = self.path("many.safetensors")
+        names = ["a*", "b[0]", "c?d", "e\\f"] + [f"t{i}" for i in range(50)]  # the first four: glob characters
+        st_numpy.save_file({name: numpy.full(3, i, numpy.int32) for i, name in enumerate(names)}, path)
+        return path, names
+
+    def test_one_tensor_at_a_time_then_the_rest_at_once(self):
+        from rootspan.safetensors import _open
+        path, names = self.write()
+        singles = names[:_open._SINGLE_LOADS]
+        with safe_open(path, framework="np") as f:
+            first = f.get_tensor(singles[0])
+            first[0] = 99  # a write every later array of that tensor shows
+            for count, name in enumerate(singles, start=1):
+                self.assertEqual(f.get_tensor(name)[1], names.index(name), name)
+                self.assertEqual([len(w) for w in f._loads], [1] * count, f"{name}: that tensor only")
+            self.assertEqual(f.get_tensor("t7").tolist(), [names.index("t7")] * 3)
+            self.assertEqual([len(w) for w in f._loads], [1] * len(singles) + [len(names)], "then all at once")
+            self.assertEqual(f.get_tensor(singles[0])[0], 99, "a tensor keeps the memory it was first given")
+            self.assertEqual({n: f.get_tensor(n)[2] for n in names}, {n: i for i, n in enumerate(names)})
+            self.assertEqual(len(f._loads), len(singles) + 1, "nothing loaded a third time")
+        with safe_open(path, framework="pt") as f:
+            self.assertEqual(len(f.get_tensors()), len(names))
+            self.assertEqual([len(w) for w in f._loads], [len(names)], "get_tensors loads everything, once")
+
+
+class TruncatedFile(Folder):
+    """Reads of a file truncated after it was loaded (issue 35 item 7): what the drop-in itself reads (a numpy
+    slice, a strided slice) is an IoError, as the C side's reads are; in a child process, which a SIGBUS
+    would kill."""
+
+    def test_slices_of_a_truncated_file_are_io_errors(self):
+        path = self.path("t.safetensors")
+        st_numpy.save_file({"w": numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)}, path)
+        status, output = run_python(TRUNCATED_SLICES, path)
+        self.assertEqual(status, 0, output)
+        lines = output.splitlines()
+        self.assertEqual(len(lines), 6, output)
+        self.assertEqual(lines[0], "row 0: True", "rows the file still holds read as before")
+        for line in lines[1:5]:
+            self.assertRegex(line, r"^(np|pt) .+: IoError .*the file was truncated to \d+ bytes")
+        self.assertEqual(lines[5], "the process goes on")
+
+    def test_a_move_to_a_device_checks_the_file_first(self):
+        # torch's copy to a device reads the mapped file, which no one can guard: the library checks it first.
+        import rootspan.torch
+        path = self.path("two.safetensors")
+        st_torch.save_file({"a": torch.zeros(1024), "b": torch.ones(1024)}, path)
+        tensors = rootspan.torch.iter_tensors(path, device="meta", strategy="mmap")  # "meta": torch reads nothing
+        self.assertEqual(next(tensors)[0], "a")
+        os.truncate(path, os.path.getsize(path) - 4096)  # b's bytes are gone
+        with self.assertRaisesRegex(rootspan.errors.IoError, "the file was truncated to"):
+            next(tensors)
+        tensors.close()
+
+
+TRUNCATED_SLICES = """
+import os, sys, numpy, rootspan
+from rootspan.safetensors import safe_open
+path = sys.argv[1]
+expected = numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)
+with safe_open(path, "np") as n, safe_open(path, "pt") as t:
+    view = n.get_slice("w")
+    t.get_slice("w")  # loaded before the truncation
+    data = os.path.getsize(path) - expected.nbytes
+    os.truncate(path, data + 1024)  # the file now ends after row 0, inside a page: row 1 would read as zeros
+    print("row 0:", bool((view[0:1] == expected[0:1]).all()))
+    calls = (("np [1:2]", lambda: view[1:2]), ("np [:, 3]", lambda: view[:, 3]),
+             ("np strided", lambda: n.get_strided_slice("w", 0, [(1, 3)])),
+             ("pt strided", lambda: t.get_strided_slice("w", 1, [(0, 1)])))
+    for what, call in calls:
+        try:
+            call()
+            print(what + ": read")
+        except rootspan.errors.IoError as e:
+            print(what + ":", type(e).__name__, e)
+print("the process goes on")
+"""
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ except ImportError as missing:
 import rootspan
 from rootspan import dlpack
 from support import (ELEMENT_BYTES, EXAMPLE, EXAMPLE_SCHEMA, VERSIONED_NUMPY, VERSIONED_TORCH, Consumed,
-                     checkpoint_tensors, context, rss_kib,
+                     checkpoint_tensors, context, rss_kib, run_python,
                      schema_components, write_safetensors)
 
 
@@ -238,6 +238,7 @@ class FileRegions(Base):
             copy = torch.utils.dlpack.from_dlpack(component.__dlpack__(copy=True))
             copy.fill_(7)
             self.assertEqual(array.tobytes(), tensors["model.embed_tokens.weight"][2])
+            self.assertIsNotNone(component._lease().mapping, "a copy leaves the lease the array shares mapped")
             with self.assertRaisesRegex(ValueError, "belongs to loaded weights"):
                 component.root.release()
             del array, copy
@@ -470,6 +471,47 @@ class NoLeak(Base):
         self.assertEqual(self.ctx._state.leases, 0)
         self.assertEqual([w for w in self.ctx._state.weights if w.handle is not None], [])
         # tearDown: no export and no root left
+
+
+
+class TruncatedFile(unittest.TestCase):
+    """The package's own reads of a zero-copy component whose file was truncated after the load (issue 35
+    item 7): an IoError naming the file, as the C side's, never a SIGBUS. Each runs in a child process, which
+    a SIGBUS would kill."""
+
+    def test_hashing_and_copying_an_exported_component_are_io_errors(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "m.safetensors")
+            write_safetensors(path, {"w": ("F32", (1024, 256), bytes(range(256)) * 4096)})
+            status, output = run_python(TRUNCATED_COMPONENT, path)
+        self.assertEqual(status, 0, output)
+        lines = output.splitlines()
+        self.assertEqual(len(lines), 4, output)
+        self.assertEqual(lines[0], "before: True")
+        for line, what in zip(lines[1:3], ("sha256", "dlpack copy")):
+            self.assertRegex(line, rf"^{what}: IoError .*the file was truncated to \d+ bytes")
+            self.assertIn(path, line)
+        self.assertEqual(lines[3], "after: the process goes on")
+
+
+TRUNCATED_COMPONENT = """
+import os, sys, hashlib, rootspan
+path = sys.argv[1]
+with rootspan.Context(manifests=[]) as ctx, ctx.load(path, provider="host", strategy="mmap") as weights:
+    c = weights["w"]
+    assert c.zero_copy, c
+    array = c.numpy()  # exported: sha256 hashes the memory under the export's claim
+    print("before:", c.sha256() == hashlib.sha256(bytes(range(256)) * 4096).hexdigest())
+    os.truncate(path, os.path.getsize(path) // 2)
+    for what, call in (("sha256", c.sha256), ("dlpack copy", lambda: c.__dlpack__(copy=True))):
+        try:
+            call()
+            print(what + ": read")
+        except rootspan.errors.IoError as e:
+            print(what + ":", type(e).__name__, e)
+    del array
+    print("after: the process goes on")
+"""
 
 
 if __name__ == "__main__":

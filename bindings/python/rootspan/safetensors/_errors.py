@@ -9,7 +9,8 @@ the expected and actual values, stays attached as __cause__.
 
 Where rootspan is stricter than the reference (a duplicate key, an unknown
 field in a tensor entry, a byte-order mark before the header, more
-than 64 dimensions or 2**20 tensors), the message says so.
+than 64 dimensions or 2**20 tensors, a NUL byte in a tensor name), the
+message says so. Names in messages have their control characters escaped.
 """
 import re
 
@@ -43,13 +44,25 @@ _REFERENCE_WORDS = (
     (r"not a whole number of bytes", "The slice is slicing for subbytes dtypes, and the slice does not end up at a "
                                      "byte boundary, this is invalid."),
     (r"data_offsets \[\d+, \d+\) hold \d+ bytes, but", "invalid shape, data type, or offset for tensor"),
-    (r"duplicate key|unknown field|byte-order mark|has at most|at most \d+ (?:dimensions|entries)",
+    (r"duplicate key|unknown field|byte-order mark|has at most|at most \d+ (?:dimensions|entries)|holds a NUL byte",
      "rootspan refuses what the reference library accepts ({cause})"),
 )
 
 
 def _unescape(name):
-    return re.sub(r"\\(.)", r"\1", name)
+    """A name as the core quoted it, less the quoting of '"' and '\\': control characters stay escaped."""
+    return re.sub(r'\\(["\\])', r"\1", name)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shown(name):
+    """A tensor name for a message: control characters escaped (\\n, \\t, \\x00), so that a name from a file
+    cannot cut, break or forge the message; any other name as it is, as the reference shows it."""
+    text = name if isinstance(name, str) else str(name)
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
 
 
 def reference_words(cause):

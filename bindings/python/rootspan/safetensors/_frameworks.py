@@ -78,6 +78,18 @@ def torch_storage_shape(code, shape):
     return list(shape[:-1]) + [shape[-1] // 2]
 
 
+def to_device(tensor, device, component=None):
+    """tensor on device (a name, an index or a torch.device; the CPU: tensor itself). The move is torch's read
+    of the memory, which nothing guards against a file truncated under it: for a zero-copy component (the
+    file's pages), the library first checks that the file still holds all of it (an IoError if not)."""
+    import torch
+    if torch.device(device).type == "cpu":
+        return tensor
+    if component is not None and component.zero_copy:
+        _memory.check_covered(component._export_lease())
+    return tensor.to(device)
+
+
 def to_torch(component, code, shape):
     """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor)."""
     import torch

@@ -1,12 +1,16 @@
 """safe_open: one safetensors file, its tensors handed out as numpy arrays or torch tensors.
 
 Opening validates the header through rootspan's core
-(rootspan_safetensors_describe_file) and reads nothing else; the first tensor asked for loads the file through
-the core as well: mapped copy-on-write (backend "mmap") or read into memory
-(backend "pread"), every tensor one root. Tensors are zero-copy views of
-those roots and writable: a write changes this process's copy of a page,
-never the file. What a handle gave out outlives the handle: closing it only
-releases the roots nothing uses any more (rootspan/weights.py).
+(rootspan_safetensors_describe_file) and reads nothing else. Tensors are
+loaded through the core as well, mapped copy-on-write (backend "mmap") or
+read into memory (backend "pread"), every tensor one root: the first few
+asked for one at a time (a load of just that tensor: reading one tensor of
+a file of a million costs a pass over the header and one root), then, from
+the next one on, all the rest at once (get_tensors and load_file load them
+all at once from the start). Tensors are zero-copy views of those roots and
+writable: a write changes this process's copy of a page, never the file.
+What a handle gave out outlives the handle: closing it only releases the
+roots nothing uses any more (rootspan/weights.py).
 """
 import os
 import threading
@@ -14,7 +18,7 @@ import threading
 from rootspan import errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
 from rootspan.safetensors import _frameworks, _slicing
-from rootspan.safetensors._errors import SafetensorError, from_core
+from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
 # Every framework name the reference accepts -> its long name. numpy and
 # pytorch are served; the others are refused by name.
@@ -25,6 +29,11 @@ _SERVED = ("numpy", "pytorch")
 # backend -> rootspan load strategy ("read_file" is a later release's name for "pread").
 _BACKENDS = {"mmap": "mmap", "pread": "read", "read_file": "read"}
 _DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
+# How many tensors a handle loads one at a time before it loads all the rest at once. Each such load parses
+# the header again, which a load of everything does once, at far more cost per tensor (a root, a component).
+_SINGLE_LOADS = 4
+# The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
+_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
 
 _context = None
 _context_lock = threading.Lock()
@@ -109,10 +118,11 @@ class safe_open:
             raise SafetensorError(f"Device {self._device} is not supported for framework {fw}")
         self._framework = fw
         self._path = os.path.abspath(path)
-        self._lock = threading.Lock()
-        self._weights = None  # the load, made when the first tensor is asked for
-        self._by_name = None  # tensor name -> its Component
+        self._loads = []  # the Weights of every load made; closed with the handle
+        self._by_name = {}  # tensor name -> its Component (None for an empty tensor), once loaded
+        self._whole = False  # every tensor is loaded
         self._closed = False
+        self._lock = threading.Lock()
         self._read_header()
 
     def _read_header(self):
@@ -152,14 +162,15 @@ class safe_open:
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
             if self._framework == "numpy":
-                tensor = _frameworks.to_numpy(component, code, shape)
-            else:
-                tensor = _frameworks.to_torch(component, code, shape)
-        return self._to_device(tensor)
+                return _frameworks.to_numpy(component, code, shape)
+            tensor = _frameworks.to_torch(component, code, shape)
+        return _frameworks.to_device(tensor, self._device, component)
 
     def get_tensors(self):
         """Every tensor, by name, in file order."""
-        self._open()
+        with self._lock:
+            self._open()
+            self._load_all()
         return {name: self.get_tensor(name) for name in self._tensors}
 
     def get_slice(self, name):
@@ -192,8 +203,8 @@ class safe_open:
             return
         with lock:
             self._closed = True
-            weights, self._weights, self._by_name = self._weights, None, None
-        if weights is not None:
+            loads, self._loads, self._by_name = self._loads, [], {}
+        for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
     def _component(self, name):
@@ -201,32 +212,50 @@ class safe_open:
         self._open()
         entry = self._tensors.get(name) if isinstance(name, str) else None
         if entry is None:
-            raise SafetensorError(f"File does not contain tensor {name}")
-        if self._by_name is None:
-            self._load()
+            raise SafetensorError(f"File does not contain tensor {shown(name)}")
+        if name not in self._by_name:
+            if entry[3] == 0:  # nothing to load: the core makes no root for an empty tensor
+                self._by_name[name] = None
+            elif len(self._loads) >= _SINGLE_LOADS or not self._load(name):
+                self._load_all()
         return entry[0], entry[1], self._by_name[name]
 
-    def _load(self):
+    def _load_all(self):
+        """Loads every tensor not loaded yet (called holding self._lock)."""
+        if not self._whole and any(n not in self._by_name for n, entry in self._tensors.items() if entry[3]):
+            self._load()
+        self._whole = True
+
+    def _load(self, name=None):
+        """Loads one tensor (None: every one) through the core and keeps what was not loaded before: a tensor
+        loaded twice keeps its first component, so that all of one tensor's arrays share memory. False when a
+        load of one tensor did not bring it (its name, as a pattern, named another component): load them all."""
+        tensors = None if name is None else [name.translate(_GLOB_SPECIAL)]
         try:
-            weights = _shared_context().load(self._path, provider="host", strategy=self._strategy)
+            weights = _shared_context().load(self._path, provider="host", strategy=self._strategy, tensors=tensors)
         except _core_errors.Error as e:
+            if name is not None and e.name == "NotFound":
+                return False
             if e.name == "InvalidCheckpoint":
                 raise from_core(e) from e
             raise SafetensorError(f"Could not read {self._path}: {e}") from e
-        by_name = {c.source_name: c for c in weights.values()}
-        for name, (code, shape, _, nbytes) in self._tensors.items():
-            if nbytes == 0:  # nothing to load: the core makes no root for an empty tensor
-                by_name[name] = None
-                continue
-            c = by_name.get(name)
-            if c is None or c.nbytes != nbytes or list(c.shape) != list(shape):
+        loaded = {c.source_name: c for c in weights._components}
+        for asked in self._tensors if name is None else (name,):
+            code, shape, _, nbytes = self._tensors[asked]
+            c = loaded.get(asked)
+            if nbytes and (c is None or c.nbytes != nbytes or list(c.shape) != list(shape)):
                 weights.close()
-                raise SafetensorError(f"{self._path} changed since it was opened: tensor {name} is no longer "
-                                      f"{code}{list(shape)} of {nbytes} bytes; open it again")
-        self._weights, self._by_name = weights, by_name
-
-    def _to_device(self, tensor):
-        return tensor if self._device == "cpu" else tensor.to(self._device)
+                if name is not None and c is None:
+                    return False
+                raise SafetensorError(f"{self._path} changed since it was opened: tensor {shown(asked)} is no "
+                                      f"longer {code}{list(shape)} of {nbytes} bytes; open it again")
+        self._loads.append(weights)
+        for c in weights._components:
+            if c.source_name in self._by_name or c.source_name not in self._tensors:
+                weights._wstate.give_up(c.index)  # loaded before (or not asked for): goes once nothing uses it
+            else:
+                self._by_name[c.source_name] = c
+        return True
 
 
 def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):

@@ -1,17 +1,23 @@
 """PySafeSlice: what get_slice returns, and the reference's indexing rules for numpy.
 
-A slice holds a zero-copy view of its whole tensor (so it keeps working
-after its file handle is closed) and makes a new tensor of just the
-elements an index selects. With torch the index is torch's own (as the
-reference does); with numpy it follows the reference's indexer: ints
-(negative ones counted from the end), slices with a positive step and
-non-negative bounds, one Ellipsis, () for everything and [] for nothing,
-each out-of-range value refused with the reference's message.
+A slice keeps its tensor's loaded memory (so it keeps working after its
+file handle is closed) and makes a new tensor of just the elements an index
+selects. With torch the index is torch's own and the result a view of the
+loaded memory, as the reference's; with numpy it follows the reference's
+indexer: ints (negative ones counted from the end), slices with a positive
+step and non-negative bounds, one Ellipsis, () for everything and [] for
+nothing, each out-of-range value refused with the reference's message.
+
+Where the slice itself reads the memory (numpy's copy, get_strided_slice's
+concatenation), it reads through the library's protected copy of the rows
+the index reaches (rootspan._memory.copy_out): a file truncated since it
+was loaded is an IoError, never a SIGBUS or the zeros past its new end.
 """
 import numbers
 
+from rootspan import _memory
 from rootspan.safetensors import _frameworks
-from rootspan.safetensors._errors import SafetensorError
+from rootspan.safetensors._errors import SafetensorError, shown
 
 _I32_MAX = 2 ** 31 - 1
 
@@ -24,11 +30,17 @@ class PySafeSlice:
         self._code = code
         self._shape = list(shape)
         self._torch = handle._framework == "pytorch"
-        self._to_device = handle._to_device
+        self._device = handle._device
+        self._component = component
+        self._nbytes = 0 if component is None else component.nbytes
         if self._torch:
-            self._full = _frameworks.to_torch(component, code, shape)
+            self._full = _frameworks.to_torch(component, code, shape)  # torch indexes views of it
+            self._rows_shape = list(self._full.shape)
         else:
-            self._full = _frameworks.to_numpy(component, code, shape)
+            self._dtype = _frameworks.numpy_dtype(code)
+            self._rows_shape = list(shape)
+        # The lease every export of the component shares: it keeps the memory, the slices copy out of it.
+        self._lease = None if component is None else component._export_lease()
 
     def get_shape(self):
         return list(self._shape)
@@ -38,30 +50,90 @@ class PySafeSlice:
 
     def __getitem__(self, index):
         if self._torch:
-            return self._to_device(self._full[index])
+            return _frameworks.to_device(self._full[index], self._device, self._component)
         import numpy
-        return numpy.ascontiguousarray(self._full[_numpy_index(index, self._shape)]).copy()
+        resolved = _numpy_index(index, self._shape)
+        if self._row_bytes() is None:
+            begin, end, moved = 0, 1, resolved  # the whole of it
+        else:
+            begin, end, moved = _rows_reached(resolved, self._shape)
+        part = self._copy_rows(begin, end)
+        got = numpy.ascontiguousarray(part[moved])
+        return got if got.size == part.size else got.copy()  # its own memory, not a view keeping every row
 
     def _intervals(self, dim, intervals):
         """The intervals [(begin, end), ...] of dimension dim, concatenated in the order given."""
         rank = len(self._shape)
         if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
-            raise SafetensorError(f"dim {dim!r} is out of range for tensor {self._name} of shape {self._shape}")
+            raise SafetensorError(f"dim {dim!r} is out of range for tensor {shown(self._name)} of shape "
+                                  f"{self._shape}")
         intervals = list(intervals)
         if not intervals:
             raise SafetensorError("intervals is empty: give at least one (begin, end) pair")
         size = self._shape[dim]
-        parts = []
         for begin, end in intervals:
             if not (0 <= begin < end <= size):
                 raise SafetensorError(f"interval ({begin}, {end}) of dimension {dim} is not within [0, {size}) "
                                       "with begin < end")
-            parts.append(self._full[(slice(None),) * dim + (slice(begin, end),)])
+        # One protected copy of the rows the intervals reach, then the intervals out of it.
+        if dim == 0 and self._row_bytes() is not None:
+            first, last = min(b for b, _ in intervals), max(e for _, e in intervals)
+        else:
+            first, last = 0, self._rows_shape[0]
+        rows = self._copy_rows(first, last)
+        shift = first if dim == 0 else 0
+        parts = [rows[(slice(None),) * dim + (slice(begin - shift, end - shift),)] for begin, end in intervals]
         if self._torch:
             import torch
-            return self._to_device(torch.cat(parts, dim=dim))
+            return torch.cat(parts, dim=dim).to(self._device)  # a copy already made: no more file to read
         import numpy
         return numpy.concatenate(parts, axis=dim)
+
+    def _row_bytes(self):
+        """The bytes of one row (one index of dimension 0), or None where rows are not whole bytes apart (a
+        scalar, packed sub-byte values): then the copies are of the whole tensor."""
+        shape = self._rows_shape
+        if not shape:
+            return None
+        row_bytes = self._nbytes // shape[0] if shape[0] else 0
+        return row_bytes if row_bytes * shape[0] == self._nbytes else None
+
+    def _copy_rows(self, begin, end):
+        """A new tensor of rows [begin, end) (dimension 0) of the loaded memory, copied through the library
+        (IoError where the file it maps was truncated); without whole rows, of the whole tensor."""
+        shape = self._rows_shape
+        row_bytes = self._row_bytes()
+        if row_bytes is None:
+            nbytes, begin, rows_shape = self._nbytes, 0, shape
+        else:
+            nbytes, rows_shape = (end - begin) * row_bytes, [end - begin] + shape[1:]
+        if self._torch:
+            import torch
+            out = torch.empty(nbytes, dtype=torch.uint8)
+            address = out.data_ptr()
+        else:
+            import numpy
+            out = numpy.empty(nbytes, numpy.uint8)
+            address = out.ctypes.data
+        if nbytes:
+            _memory.copy_out(self._lease, begin * (row_bytes or 0), nbytes, address)
+        if self._torch:
+            return out.view(self._full.dtype).reshape(rows_shape)
+        return out.view(self._dtype).reshape(rows_shape)
+
+
+def _rows_reached(resolved, shape):
+    """(begin, end, index): the rows of dimension 0 a resolved index reaches, and the index moved into them."""
+    if not resolved:
+        return 0, shape[0], resolved
+    first = resolved[0]
+    if isinstance(first, slice):
+        begin, end, step = first.indices(shape[0])
+        if end <= begin:
+            return begin, begin, (slice(0, 0),) + resolved[1:]
+        last = begin + (end - 1 - begin) // step * step
+        return begin, last + 1, (slice(0, last + 1 - begin, step),) + resolved[1:]
+    return first, first + 1, (0,) + resolved[1:]
 
 
 def _display(items):
