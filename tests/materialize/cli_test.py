@@ -578,6 +578,22 @@ def test_misc_and_usage(example):
     expect_usage("inspect only an unknown option", ["inspect", "--fast"])
 
 
+def test_nothing_to_load():
+    """A checkpoint without tensors (or with empty ones only) loads with every
+    strategy and option of the program, --verify included (it once crashed)."""
+    empty = write(os.path.join(WORK, "nothing", "empty.safetensors"), good_file([]))
+    meta = write(os.path.join(WORK, "nothing", "meta.safetensors"), good_file([], metadata={"format": "pt"}))
+    zeros = write(os.path.join(WORK, "nothing", "zeros.safetensors"),
+                  good_file([("a", "F32", [0]), ("b", "BF16", [3, 0])]))
+    for path in (empty, meta, zeros):
+        for strategy in ("mmap", "read", "direct", "auto"):
+            for extra in ([], ["--verify"], ["--populate"], ["--json", "--verify"]):
+                args = ["load", path, "--provider", "host", "--strategy", strategy, *extra]
+                r = run(*args)
+                check(r.returncode == 0,
+                      "%s: exit %d (%s)" % (" ".join(args[2:]), r.returncode, r.stderr.strip()[-300:]))
+
+
 def main():
     global EXE, WORK
     EXE, example = sys.argv[1], sys.argv[2]
@@ -588,6 +604,7 @@ def main():
         test_index_rules()
         test_schema_rules()
         test_misc_and_usage(example)
+        test_nothing_to_load()
     return report()
 
 
