@@ -26,7 +26,9 @@ extern "C" {
  * copies, uploads out of such a root) recover and fail with ROOTSPAN_ERR_IO,
  * and a mapping requested after the file shrank is refused the same way; an
  * embedder's own reads through rootspan_mapping_data are not protected. For
- * files the embedder does not control, use READ or DIRECT.
+ * files the embedder does not control, use READ or DIRECT. A verified load
+ * (check_digests, digests_path) never maps: MMAP and AUTO read instead, and
+ * the digests are taken of the bytes as they landed (docs/verified-loads.md).
  *
  * READ and DIRECT copy with many reads in flight (a pool of pread threads,
  * or io_uring with ROOTSPAN_READ_ENGINE=io_uring in the environment).
@@ -47,7 +49,7 @@ enum {
 /* Where a load stands; passed to the progress callback. */
 typedef struct rootspan_load_progress {
   size_t struct_size;
-  const char *component;    /* the component being loaded; valid for the call */
+  const char *component;    /* the component being loaded ("" before the first, or when there is none); valid for the call */
   uint64_t component_index; /* from 0 */
   uint64_t component_count;
   uint64_t bytes_done;

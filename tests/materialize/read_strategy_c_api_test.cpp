@@ -17,6 +17,7 @@
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "materialize_support.hpp"
 #include "tests/support/upload_provider.hpp"
+#include "weights/placement/available_memory.hpp"
 
 namespace mtest {
 namespace {
@@ -299,6 +300,32 @@ TEST_F(ReadStrategyTest, PopulateReadsTheZeroCopyRootsIn) {
   // Whole pages covering both tensors.
   EXPECT_GE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)));
   EXPECT_LE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)) + 4 * 4096);
+}
+
+TEST_F(ReadStrategyTest, PopulateOfASparseFileLargerThanMemoryIsRefusedBeforeReading) {
+  // A tensor of twice the memory available, all of it a hole: populating it
+  // would make every page resident. Refused before a page is read.
+  const std::uint64_t available = rootspan::weights::available_memory().value_or(std::uint64_t{32} << 30);
+  const std::uint64_t bytes = (2 * available + 4095) / 4096 * 4096;
+  const std::string header = R"({"big": {"dtype": "U8", "shape": [)" + std::to_string(bytes) +
+                             R"(], "data_offsets": [0, )" + std::to_string(bytes) + "]}}";
+  std::string padded = header;
+  while ((8 + padded.size()) % 4096 != 0) padded += ' ';
+  std::vector<std::byte> prefix;
+  for (int i = 0; i < 8; ++i) prefix.push_back(static_cast<std::byte>((padded.size() >> (8 * i)) & 0xFF));
+  for (char c : padded) prefix.push_back(static_cast<std::byte>(c));
+  const fs::path path = dir_.write("sparse.safetensors", prefix);
+  if (::truncate(path.c_str(), static_cast<off_t>(prefix.size() + bytes)) != 0) {
+    GTEST_SKIP() << "this file system cannot hold a sparse file of " << bytes << " bytes";
+  }
+  rootspan_load_options o = options(ROOTSPAN_LOAD_MMAP);
+  o.populate = 1;
+  EXPECT_EQ(load(path, o), ROOTSPAN_ERR_OUT_OF_MEMORY) << message();
+  EXPECT_NE(message().find("available"), std::string::npos) << message();
+  EXPECT_EQ(live_roots(), 0u);
+  // Without populate, the mapping costs nothing.
+  o.populate = 0;
+  EXPECT_EQ(load(path, o), ROOTSPAN_OK) << message();
 }
 
 TEST_F(ReadStrategyTest, AnUnknownStrategyIsRefusedByName) {

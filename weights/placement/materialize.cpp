@@ -235,8 +235,15 @@ class LoadRun {
     return jobs;
   }
 
-  // populate: reads in the zero-copy roots made (warm_mapping.hpp).
-  void warm(LoadResult &result) const { result.warmed_bytes = warm_mapped_ranges(zero_copy_ranges_); }
+  // populate: reads in the zero-copy roots made (warm_mapping.hpp), weighed
+  // against the memory available, the progress callback able to stop it.
+  Result<void> warm(LoadResult &result) {
+    WarmLimits limits;
+    limits.available = available_memory();
+    limits.poll = [this] { return poll(); };
+    ROOTSPAN_ASSIGN_OR_RETURN(result.warmed_bytes, warm_mapped_ranges(zero_copy_ranges_, limits, kOperation));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  }
 
   // Reports progress (cancelling as the callback asks) while the load
   // waits for its digests.
@@ -621,7 +628,9 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     result.components.push_back(std::move(loaded).value());
   }
   BOOST_OUTCOME_TRY(run.settle_placement());
-  if (chosen.populate && chosen.strategy == Strategy::kMmap) run.warm(result);
+  if (chosen.populate && chosen.strategy == Strategy::kMmap) {
+    BOOST_OUTCOME_TRY(run.warm(result));
+  }
   if (!options.digests.empty()) {
     // Hashed where the bytes landed, so what matched is what the caller
     // gets; no root reaches the caller before every digest matched.

@@ -129,9 +129,4 @@ Result<std::uint64_t> warm_mapped_ranges(const std::vector<std::span<const std::
   return populated.load();
 }
 
-std::uint64_t warm_mapped_ranges(const std::vector<std::span<const std::byte>> &ranges, std::size_t threads) {
-  auto warmed = warm_mapped_ranges(ranges, WarmLimits{}, "load_component", threads);
-  return warmed ? warmed.value() : 0;  // nothing to weigh or poll: it cannot fail
-}
-
 }  // namespace rootspan::weights

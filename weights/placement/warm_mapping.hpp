@@ -49,8 +49,4 @@ Result<std::uint64_t> warm_mapped_ranges(const std::vector<std::span<const std::
                                          const WarmLimits &limits, const std::string &operation,
                                          std::size_t threads = 8);
 
-// The same, unweighed and not stoppable: for the load until it passes its
-// limits (materialize.cpp's LoadRun::warm).
-std::uint64_t warm_mapped_ranges(const std::vector<std::span<const std::byte>> &ranges, std::size_t threads = 8);
-
 }  // namespace rootspan::weights
