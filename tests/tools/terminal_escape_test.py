@@ -37,8 +37,12 @@ def check_clean(output, what):
         check(raw not in output, "%s holds the raw bytes %r: %r" % (what, raw, output[:400]))
 
 
-def write_checkpoint(path):
-    name = "evil" + CLEAR + "verified\x00tail" + RLO + "gnp.exe"
+# A NUL in a name is refused at parse (C would cut the name there); the
+# other control characters are kept and shown escaped.
+NAME = "evil" + CLEAR + "verified\x07tail" + RLO + "gnp.exe"
+
+
+def write_checkpoint(path, name=NAME):
     header = {
         "__metadata__": {"clipboard": OSC52, "c1": C1_CSI},
         name: {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
@@ -58,7 +62,7 @@ def main():
         check(result.returncode == 0, "inspect exit status 0, got %d: %r" % (result.returncode, result.stderr))
         check_clean(result.stdout, "inspect output")
         out = result.stdout.decode("utf-8", "replace")
-        check("evil\\x1b[2J\\x1b[Hverified\\0tail\\u202egnp.exe" in out, "tensor name shown escaped: %r" % out)
+        check("evil\\x1b[2J\\x1b[Hverified\\x07tail\\u202egnp.exe" in out, "tensor name shown escaped: %r" % out)
         check("metadata clipboard = \\x1b]52;c;ZXZpbA==\\x07" in out, "OSC 52 metadata shown escaped: %r" % out)
         check("metadata c1 = \\u009b31m" in out, "C1 metadata shown escaped: %r" % out)
 
@@ -66,7 +70,15 @@ def main():
         check(result.returncode == 0, "inspect --json exit status 0")
         check_clean(result.stdout, "inspect --json output")
         names = [t["name"] for t in json.loads(result.stdout)["tensors"]]
-        check(names == ["evil" + CLEAR + "verified\x00tail" + RLO + "gnp.exe"], "JSON keeps the name exactly: %r" % names)
+        check(names == [NAME], "JSON keeps the name exactly: %r" % names)
+
+        # A name holding a NUL is refused, and the error shows it escaped.
+        nul = os.path.join(tmp, "nul.safetensors")
+        write_checkpoint(nul, "evil" + CLEAR + "verified\x00tail")
+        result = run(exe, "inspect", nul)
+        check(result.returncode == 3, "inspect of a NUL name exits 3, got %d" % result.returncode)
+        check_clean(result.stderr, "NUL name error")
+        check(b"holds a NUL byte" in result.stderr, "the error says why: %r" % result.stderr)
 
         # An error naming a crafted path.
         missing = os.path.join(tmp, "gone" + CLEAR + ".safetensors")
