@@ -1,0 +1,372 @@
+"""rootspan as a vLLM load format: `LLM(model=..., load_format="rootspan")`, `vllm serve ... --load-format rootspan`.
+
+The installed package registers it in every vLLM process through the `vllm.general_plugins` entry point
+(`rootspan = "rootspan.vllm:register"` in pyproject.toml), so user code imports nothing. Options come from
+vLLM's `model_loader_extra_config` (`--model-loader-extra-config '{"strategy": "read"}'`):
+
+    strategy   "auto" (default: mapped on local disks and tmpfs, read on network, FUSE and overlay file systems),
+               "mmap", "read" or "direct"
+    verify     true: hash every file while it is read and refuse the load unless each is the published one (a
+               Hugging Face cache names its blobs by their SHA-256)
+    digests    a digest manifest (`rootspan hash`) to check the files against; implies verify
+    tensors    shell-style patterns (a list of strings): only the tensors one matches are read
+    populate   true: with mmap, read the mapped bytes in before handing them out
+
+The signature options of signed models (`signature`, `public_key`, `certificate_chain`,
+`ignore_unsigned_files`) are accepted where this rootspan's Context.load takes them, and refused as not
+supported yet where it does not. An unknown option or a bad value fails engine start-up naming it.
+
+Nothing here imports vLLM until vLLM calls `register()` (or `loader_class()` is asked for): `import rootspan`
+and `import rootspan.vllm` work without vLLM installed. Option checking (`parse_options`) and location
+resolution (`resolve`) need neither vLLM nor torch.
+"""
+import dataclasses
+import fnmatch
+import inspect as _pyinspect
+import os
+import time
+
+__all__ = ["LOAD_FORMAT", "OPTIONS", "SIGNATURE_OPTIONS", "Options", "parse_options", "resolve", "register",
+           "loader_class"]
+
+LOAD_FORMAT = "rootspan"
+STRATEGIES = ("auto", "mmap", "read", "direct")
+# option -> what it takes (for the messages)
+OPTIONS = {
+    "strategy": "one of " + ", ".join(repr(s) for s in STRATEGIES),
+    "verify": "a bool",
+    "digests": "the path of a digest manifest (a string)",
+    "tensors": "a list of shell-style patterns (strings)",
+    "populate": "a bool",
+}
+# Reserved for signed models: Context.load parameters of these names are used when they exist.
+SIGNATURE_OPTIONS = {
+    "signature": "the path of a signature bundle (a string)",
+    "public_key": "the path of a PEM public key (a string)",
+    "certificate_chain": "a list of PEM certificate paths (strings)",
+    "ignore_unsigned_files": "a bool",
+}
+
+
+class OptionError(ValueError):
+    """A model_loader_extra_config key or value the rootspan load format refuses."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    strategy: str = "auto"
+    verify: bool = False
+    digests: "str | None" = None
+    tensors: "tuple | None" = None
+    populate: bool = False
+    signature: dict = dataclasses.field(default_factory=dict)  # the signature options given, by name
+
+    def load_arguments(self):
+        """The keyword arguments of Context.load these options make."""
+        arguments = dict(strategy=self.strategy, verify=self.verify or self.digests is not None,
+                         digests=self.digests, tensors=list(self.tensors) if self.tensors is not None else None,
+                         populate=self.populate)
+        arguments.update(self.signature)
+        return arguments
+
+
+def _valid_list():
+    supported = _supported_signature_options()
+    reserved = [k for k in SIGNATURE_OPTIONS if k not in supported]
+    text = ", ".join(list(OPTIONS) + supported)
+    if reserved:
+        text += " (reserved, not supported yet: " + ", ".join(reserved) + ")"
+    return text
+
+
+def _supported_signature_options():
+    """The signature options this rootspan's Context.load takes (none until signed models land)."""
+    from .context import Context
+    parameters = _pyinspect.signature(Context.load).parameters
+    return [k for k in SIGNATURE_OPTIONS if k in parameters]
+
+
+def _bad(key, value, wanted):
+    return OptionError(f"rootspan load format: model_loader_extra_config[{key!r}] must be {wanted}; "
+                       f"got {value!r} ({type(value).__name__})")
+
+
+def parse_options(extra_config):
+    """Options from vLLM's model_loader_extra_config (a dict; None is {}). Raises OptionError naming the key
+    and what it takes, listing the valid keys for an unknown one."""
+    if extra_config is None:
+        extra_config = {}
+    if not isinstance(extra_config, dict):
+        raise OptionError(f"rootspan load format: model_loader_extra_config must be a dict of options "
+                          f"({_valid_list()}); got {type(extra_config).__name__}")
+    values = {}
+    signature = {}
+    supported = None
+    for key, value in extra_config.items():
+        if key in SIGNATURE_OPTIONS:
+            if supported is None:
+                supported = _supported_signature_options()
+            if key not in supported:
+                raise OptionError(f"rootspan load format: option {key!r} is not supported yet: this rootspan "
+                                  f"(version {_version()}) cannot verify model signatures; valid options: "
+                                  f"{_valid_list()}")
+            if key == "ignore_unsigned_files":
+                if not isinstance(value, bool):
+                    raise _bad(key, value, SIGNATURE_OPTIONS[key])
+            elif key == "certificate_chain":
+                if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v
+                                                                                for v in value):
+                    raise _bad(key, value, SIGNATURE_OPTIONS[key])
+                value = list(value)
+            elif not isinstance(value, str) or not value:
+                raise _bad(key, value, SIGNATURE_OPTIONS[key])
+            signature[key] = value
+            continue
+        if key not in OPTIONS:
+            raise OptionError(f"rootspan load format: unknown option {key!r} in model_loader_extra_config; "
+                              f"valid options: {_valid_list()}")
+        if key == "strategy":
+            if value not in STRATEGIES:
+                raise _bad(key, value, OPTIONS[key])
+        elif key in ("verify", "populate"):
+            if not isinstance(value, bool):
+                raise _bad(key, value, OPTIONS[key])
+        elif key == "digests":
+            if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+                raise _bad(key, value, OPTIONS[key])
+            value = os.fspath(value)
+        elif key == "tensors":
+            if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value \
+                    or not all(isinstance(p, str) and p for p in value):
+                raise _bad(key, value, OPTIONS[key] + ", at least one, none empty")
+            value = tuple(value)
+        values[key] = value
+    options = Options(signature=signature, **values)
+    if options.populate and options.strategy not in ("mmap", "auto"):
+        raise OptionError(f"rootspan load format: model_loader_extra_config['populate'] applies to mapped "
+                          f"loads (strategy 'mmap' or 'auto'); got strategy {options.strategy!r}")
+    return options
+
+
+def _version():
+    try:
+        from . import __version__
+        return __version__
+    except Exception:  # the library could not be loaded: the load will say why
+        return "unknown"
+
+
+def _hub_cache(download_dir=None):
+    """The Hugging Face hub cache folder: download_dir, else huggingface_hub's (HF_HUB_CACHE, HF_HOME/hub,
+    ~/.cache/huggingface/hub)."""
+    if download_dir:
+        return os.path.expanduser(download_dir)
+    try:
+        from huggingface_hub import constants
+        return constants.HF_HUB_CACHE
+    except Exception:
+        pass
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.path.expanduser(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.join(os.path.expanduser(home), "hub")
+
+
+def resolve(model, revision=None, download_dir=None):
+    """(path, revision) rootspan reads for vLLM's model: a local file, folder, index file or Hugging Face cache
+    repository folder as given (revision kept for a cache repository); else a repository id ("org/name") looked
+    up in the local Hugging Face cache (download_dir, else the hub cache), at revision (None: refs/main).
+    rootspan never downloads: a repository that is not in the cache is FileNotFoundError naming where it
+    looked."""
+    if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
+        raise ValueError(f"rootspan load format: the model must be a path or a repository id, got {model!r}")
+    model = os.fspath(model)
+    local = os.path.expanduser(model)
+    if os.path.exists(local):
+        return local, revision
+    parts = model.split("/")
+    if len(parts) == 2 and all(parts) and not model.startswith((".", "/", "~")):
+        cache = _hub_cache(download_dir)
+        repository = os.path.join(cache, "models--" + model.replace("/", "--"))
+        if os.path.isdir(repository):
+            return repository, revision
+        raise FileNotFoundError(
+            f"rootspan load format: {model!r} is neither a local path nor a repository in the local Hugging Face "
+            f"cache (looked for {repository}); rootspan reads local files only and downloads nothing: fetch it "
+            f"first (huggingface-cli download {model}) or pass its folder")
+    raise FileNotFoundError(f"rootspan load format: no such file or folder: {local!r}")
+
+
+def register():
+    """The vllm.general_plugins entry point: registers load_format "rootspan" in this process."""
+    loader_class()
+
+
+_LOADER = None
+
+
+def loader_class():
+    """The vLLM loader class (a BaseModelLoader), registered as load format "rootspan" on first call."""
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _make_loader_class()
+    return _LOADER
+
+
+def __getattr__(name):
+    if name == "RootspanModelLoader":
+        return loader_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _human_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+class LoadStats:
+    """What one load did, for the log line: filled while the iteration runs."""
+
+    def __init__(self, path):
+        self.path = path
+        self.started = time.perf_counter()
+        self.header_seconds = 0.0
+        self.context_seconds = 0.0
+        self.load_seconds = 0.0
+        self.tensors = 0
+        self.bytes = 0
+        self.files = 0
+        self.report = None
+        self.digests = None
+
+    def line(self, total_seconds, model_seconds):
+        report = self.report or {}
+        strategy = report.get("strategy", "?")
+        requested = report.get("requested", "?")
+        reason = report.get("reason", "")
+        rate = self.bytes / total_seconds / 1e9 if total_seconds > 0 else float("inf")
+        verified = ""
+        if self.digests and self.digests.get("checked"):
+            verified = (f"; verified {len(self.digests.get('verified', []))} digests, "
+                        f"{len(self.digests.get('unverifiable', []))} not verifiable")
+        why = reason if reason.startswith(requested + ":") else f"asked {requested}: {reason}"
+        return (f"Loading weights took {total_seconds:.2f} seconds (rootspan: {self.tensors} tensors, "
+                f"{_human_bytes(self.bytes)} from {self.files} files of {self.path}, {rate:.2f} GB/s; strategy "
+                f"{strategy} ({why}); phases: headers {self.header_seconds:.3f} s, context "
+                f"{self.context_seconds:.3f} s, load {self.load_seconds:.3f} s, model.load_weights "
+                f"{model_seconds:.3f} s{verified})")
+
+
+def iterate(path, revision=None, options=None, stats=None):
+    """(name, tensor) of a checkpoint for a vLLM model's load_weights, in file order: CPU tensors each of which
+    stays valid after the iteration moves on (zero-copy views of copy-on-write mappings, or memory of their
+    own; never a reused buffer), given back as the model drops them. stats (a LoadStats) is filled in."""
+    import torch
+    from .context import Context
+    from .inspect import inspect
+    from .safetensors import _frameworks
+    from .torch import tensor_of
+    options = options or Options()
+    stats = stats or LoadStats(path)
+    started = time.perf_counter()
+    entries = inspect(path, revision)["tensors"]
+    stats.header_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    context = Context(manifests=[])
+    stats.context_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    weights = context.load(path, provider="host", revision=revision, **options.load_arguments())
+    stats.load_seconds = time.perf_counter() - started
+    try:
+        stats.report = weights.read_report
+        stats.digests = weights.digests
+        by_name = {c.source_name: c for c in weights.values()}
+        files = set()
+        cpu = torch.device("cpu")
+        for entry in entries:
+            name = entry["name"]
+            component = by_name.get(name)
+            if component is not None:
+                tensor = _frameworks.to_device(tensor_of(component), cpu, component)
+                weights._wstate.give_up(component.index)  # back as soon as the model drops the tensor
+            elif entry.get("bytes") == 0 and (options.tensors is None
+                                              or any(fnmatch.fnmatchcase(name, p) for p in options.tensors)):
+                tensor = _frameworks.to_torch(None, entry["dtype"], entry["shape"])
+            else:
+                continue  # not selected
+            stats.tensors += 1
+            stats.bytes += entry.get("bytes", 0)
+            files.add(entry.get("file"))
+            stats.files = len(files)
+            yield name, tensor
+    finally:
+        weights.close()
+
+
+def _make_loader_class():
+    import torch  # noqa: F401  (vLLM needs it anyway)
+    from vllm.logger import init_logger
+    from vllm.model_executor.model_loader import register_model_loader
+    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+    logger = init_logger("vllm.model_executor.model_loader.rootspan")
+
+    class RootspanModelLoader(BaseModelLoader):
+        """vLLM load format "rootspan": weights read by rootspan (rootspan.vllm's docstring lists the options)."""
+
+        def __init__(self, load_config):
+            super().__init__(load_config)
+            self.options = parse_options(load_config.model_loader_extra_config)
+
+        def _source(self, model_config):
+            model = getattr(model_config, "model_weights", None) or model_config.model
+            return resolve(model, getattr(model_config, "revision", None), self.load_config.download_dir)
+
+        def download_model(self, model_config):
+            """Resolves the model to local files (a repository id in the local Hugging Face cache) and checks
+            every header; downloads nothing."""
+            from .inspect import inspect
+            path, revision = self._source(model_config)
+            inspect(path, revision)
+
+        def get_all_weights(self, model_config, model=None):
+            """(name, tensor) of the model's checkpoint (what vLLM's in-place reload consumes)."""
+            path, revision = self._source(model_config)
+            yield from iterate(path, revision, self.options)
+
+        def load_weights(self, model, model_config):
+            path, revision = self._source(model_config)
+            stats = LoadStats(path)
+            started = time.perf_counter()
+            loaded = model.load_weights(iterate(path, revision, self.options, stats))
+            total = time.perf_counter() - started
+            model_seconds = max(0.0, total - stats.header_seconds - stats.context_seconds - stats.load_seconds)
+            logger.info(stats.line(total, model_seconds))
+            if loaded is not None and getattr(model_config, "quantization", None) is None:
+                self._check_all_loaded(model, set(loaded), path)
+
+        def _check_all_loaded(self, model, loaded, path):
+            """A parameter the checkpoint did not fill fails start-up, as vLLM's default loader does (its own
+            check, with its exemptions, where it has one)."""
+            try:
+                from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+                check = DefaultModelLoader.track_weights_loading
+            except (ImportError, AttributeError):
+                check = None
+            try:
+                if check is not None:
+                    check(self, model, loaded, quantized=False)
+                else:
+                    missing = {name for name, _ in model.named_parameters()} - loaded
+                    if missing:
+                        raise ValueError(f"Following weights were not initialized from checkpoint: {missing}")
+            except ValueError as error:
+                selection = ("" if self.options.tensors is None
+                             else f" (model_loader_extra_config['tensors'] selected {list(self.options.tensors)})")
+                raise ValueError(f"rootspan load format: the checkpoint {path} did not fill every parameter of "
+                                 f"the model{selection}: {error}") from error
+
+    register_model_loader(LOAD_FORMAT)(RootspanModelLoader)
+    return RootspanModelLoader
