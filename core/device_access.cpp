@@ -102,9 +102,9 @@ Result<void> device_access_prepare(Claim &claim, const rootspan_device_access_re
   std::lock_guard lock(root.mutex);
   if (claim.children != 0) return fail(make_error(ROOTSPAN_ERR_BUSY, "", "the claim is split"));
   rootspan_device_access_request forwarded = request;
-  forwarded.struct_size = ROOTSPAN_DEVICE_ACCESS_REQUEST_STRUCT_SIZE;
+  forwarded.struct_size = sizeof forwarded;
   rootspan_device_access prepared{};
-  prepared.struct_size = ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE;
+  prepared.struct_size = sizeof prepared;
   auto called = root.provider->invoke("prepare_device_access", [&](rootspan_provider_message *m) {
     return table.prepare_device_access(root.provider->instance(), &root.allocation, claim.span.offset, &forwarded,
                                        &prepared, m);

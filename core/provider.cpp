@@ -46,7 +46,7 @@ Result<std::shared_ptr<Provider>> Provider::start(const rootspan_provider_table 
   // The provider may keep the services pointer until shutdown: it lives in
   // the Provider, as long as the instance does.
   rootspan_core_services &services = provider->services_;
-  services.struct_size = ROOTSPAN_CORE_SERVICES_STRUCT_SIZE;
+  services.struct_size = sizeof services;
   services.core_abi_major = ROOTSPAN_PROVIDER_ABI_MAJOR;
   services.core_abi_minor = ROOTSPAN_PROVIDER_ABI_MINOR;
   services.granted_domains = provider->domains_.data();

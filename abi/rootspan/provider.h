@@ -5,12 +5,13 @@
  * provider returns (loader policy L9): a provider is trusted to be code, never
  * to be right.
  *
- * Versioning: every struct starts with struct_size, which its writer sets to
- * the struct's ROOTSPAN_<NAME>_STRUCT_SIZE (the end of its last field). The
- * reader of a struct uses only the fields that lie inside the size the writer
- * set; new fields go at the end. A function pointer past the table's
- * struct_size is treated as NULL. rootspan_struct_read and
- * rootspan_struct_write below do this for a provider.
+ * Versioning: every struct but rootspan_provider_message starts with
+ * struct_size, which whoever fills it sets to sizeof(struct) as its header
+ * defines it (the core for the structs it hands a hook, the provider for its
+ * table). The other side uses only the fields that lie inside that size; new
+ * fields go at the end. A function pointer past the table's struct_size is
+ * treated as NULL. rootspan_struct_read and rootspan_struct_write below do
+ * this for a provider (docs/c-api.md).
  *
  * Errors: a hook returns a rootspan_status and may write a NUL-terminated
  * message into the core-owned rootspan_provider_message buffer it is given.
@@ -222,9 +223,10 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_provider_table, ROOTSPAN_PROVIDER_TABLE_STRU
 /* ---- reading and writing versioned structs ------------------------------
  *
  * What a provider needs to honour struct_size without the core's internals.
- * Pass the reader's ROOTSPAN_<NAME>_STRUCT_SIZE as `size`, never sizeof: the
- * published size ends at the last field, so trailing padding is never read or
- * written. */
+ * `size` is how much of its own local copy the provider reads or writes:
+ * pass ROOTSPAN_<NAME>_STRUCT_SIZE, which ends at the last field, so trailing
+ * padding is never read or written. It is not a struct_size the provider
+ * sets: write_struct keeps the core's. */
 
 /* The struct_size a writer set; 0 when `in` is NULL. */
 static inline size_t rootspan_struct_size_of(const void *in) {

@@ -11,12 +11,14 @@
  *   in more than one way take a rootspan_error **error as their last argument:
  *   pass NULL to ignore the details, or a pointer to a NULL rootspan_error *;
  *   on failure it receives an error the caller frees with rootspan_error_free.
- * - Every struct starts with struct_size, set by whoever fills it to
- *   sizeof(struct) or to its ROOTSPAN_*_STRUCT_SIZE (the end of its last field
- *   in these headers); both are accepted, and nothing past it is read or
- *   written. A struct grows only by appending fields; every size it was
- *   published at is listed beside it (ROOTSPAN_*_PUBLISHED_SIZES), and a
- *   caller built against an older header passes one of those, or its sizeof.
+ * - Every struct starts with struct_size but three: the small values passed
+ *   in arrays (rootspan_range, rootspan_key) and the provider's message
+ *   buffer (rootspan_provider_message). Whoever fills a struct sets
+ *   struct_size to sizeof(struct) as its header defines it; nothing past it
+ *   is read or written. A struct grows only by appending fields; every size
+ *   it was published at is listed beside it (ROOTSPAN_*_PUBLISHED_SIZES), and
+ *   a caller built against an older header is accepted with its sizeof or
+ *   the end of its last field (docs/c-api.md).
  * - Whoever allocates frees: errors, claims and mappings go back through the
  *   functions named on them.
  * - Threads: every function is safe from any thread. One claim or mapping
@@ -304,7 +306,7 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_host_import, ROOTSPAN_HOST_IMPORT_STRUCT_SIZ
 /* Published sizes (the end of each version's last field, oldest first): 0.1.0. */
 #define ROOTSPAN_HOST_IMPORT_PUBLISHED_SIZES ROOTSPAN_HOST_IMPORT_STRUCT_SIZE
 
-/* Makes a root of host memory the caller owns (import->memory), under the
+/* Makes a root of host memory the caller owns (import->data), under the
  * provider named by import->provider, checked as an allocation is (identity
  * and extent). The memory is handed over with its deleter, which runs
  * exactly once: when the root is released, or before this call returns if

@@ -6,8 +6,9 @@
  * validated against a component schema (or
  * the default one: one component per tensor), then every component becomes
  * one root of a provider: zero-copy over the mapped file on the host where
- * the bytes allow it, otherwise copied in order with pread, or uploaded
- * through the provider's copy hooks. Conventions are those of rootspan.h.
+ * the bytes allow it, otherwise copied with many reads in flight (a pool of
+ * pread threads), or uploaded through the provider's copy hooks. Conventions
+ * are those of rootspan.h.
  */
 #ifndef ROOTSPAN_WEIGHTS_H
 #define ROOTSPAN_WEIGHTS_H
@@ -49,7 +50,7 @@ enum {
 /* Where a load stands; passed to the progress callback. */
 typedef struct rootspan_load_progress {
   size_t struct_size;
-  const char *component;    /* the component being loaded ("" before the first, or when there is none); valid for the call */
+  const char *component;    /* the component being loaded ("" before the first, or none); valid for the call */
   uint64_t component_index; /* from 0 */
   uint64_t component_count;
   uint64_t bytes_done;

@@ -1,7 +1,10 @@
 // Which provider and device a request lands on (docs/writing-a-provider.md): the one home of
-// the "auto" rule and of the checks that a named provider and a device ordinal
-// exist. The CLI reaches it through rootspan_provider_choose, loads through it
-// directly, so both always agree.
+// the "auto" rule, and where a named provider and a device ordinal are first
+// checked to exist, before any file is opened. The CLI reaches it through
+// rootspan_provider_choose, loads through it directly, so both always agree.
+// load_components (weights/placement/materialize.cpp) checks both again when
+// placement starts, since it is also called on its own (by tests), not only
+// through the load pipeline.
 #pragma once
 
 #include <cstdint>

@@ -32,7 +32,7 @@ rootspan_status keeper_device_info(rootspan_provider_instance *, std::uint32_t, 
 // Logs through the kept services, then refuses: the test looks at the log.
 rootspan_status keeper_allocate(rootspan_provider_instance *, const rootspan_allocation_request *,
                                 rootspan_provider_allocation *, rootspan_provider_message *message) {
-  g_kept_was_intact = g_kept != nullptr && g_kept->struct_size == ROOTSPAN_CORE_SERVICES_STRUCT_SIZE &&
+  g_kept_was_intact = g_kept != nullptr && g_kept->struct_size == sizeof(rootspan_core_services) &&
                       g_kept->core_abi_major == ROOTSPAN_PROVIDER_ABI_MAJOR && g_kept->log != nullptr;
   if (!g_kept_was_intact) {
     std::snprintf(message->data, message->capacity, "the kept services struct was overwritten");

@@ -1,14 +1,16 @@
 // The load pipeline: the one sequence every request about a checkpoint runs,
 // whichever entry point it came through (weights.h's load, read plan, hash
 // and inspect, the CLI's commands, Python). A request is decoded once into a
-// LoadRequest, so a malformed one fails before any file is opened; then
+// LoadRequest, so a malformed one fails before any file is opened (but for
+// the staging ring's bounds, checked when placement starts, after the file
+// work: checked_staging_shape in materialize.cpp); then
 //
 //   open -> schema -> select -> resolve -> plan        (prepare_load)
 //   -> the digests a verified load checks -> place      (run_load)
 //
 // with the provider chosen before any file is opened (after the request is
-// decoded, which opens nothing), so that a load that cannot be placed fails
-// before any file work.
+// decoded, which opens nothing), so that a load on a provider or device that
+// does not exist fails before any file work.
 #pragma once
 
 #include <cstdint>
