@@ -6,7 +6,12 @@ and `load --digests FILE` (whole files, and per-tensor for one rank of two),
 and the refusals: a flipped byte, a manifest naming a file that is not there,
 a manifest that is not JSON, nothing to check against, `hash --world`
 without --per-tensor; `hash -o` over a planted link replaces the link and
-leaves the file it points at alone.
+leaves the file it points at alone. A per-tensor manifest (format_version 2)
+binds each component's dtype and shape and each file's size and header: a
+file whose header was rewritten (a dtype, a shape, the metadata, a dropped
+tensor) or that was cut shorter is refused naming what changed, and a
+format_version 1 manifest with per-component digests is refused (issue 35
+item 4).
 
 usage: digests_cli_test.py ROOTSPAN_EXE EXAMPLE_CHECKPOINT_FOLDER
 """
@@ -14,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import sys
 import tempfile
 
@@ -89,7 +95,7 @@ def test_manifests(repo, work):
                    3, "DigestMismatch", ['names file "model-00003-of-00003.safetensors"'], "check_digests")
     not_json = os.path.join(work, "not.json")
     with open(not_json, "w") as f:
-        f.write("[1,")
+        f.write('{"format_version": 2,')
     c.expect_error("a manifest that is not JSON", ["load", repo, "--provider", "host", "--digests", not_json],
                    3, "InvalidArgument", ["not.json", "not valid JSON"], "read_digests")
     c.expect_usage("hash --world without --per-tensor", ["hash", repo, "--world", "2"])
@@ -122,6 +128,63 @@ def test_output_link(repo, work):
                    ["cannot write the digest manifest", "No such file or directory"], "hash_checkpoint")
 
 
+def test_rewritten_headers(work):
+    """One file, hashed --per-tensor, then rewritten so that the bytes of "w" stay as they were."""
+    model = os.path.join(work, "rewritten")
+    path = os.path.join(model, "model.safetensors")
+    meta = {"format": "pt"}
+    tensors = [("w", "F32", [4, 2]), ("x", "F32", [2])]
+    c.write(path, c.good_file(tensors, meta, pad=False))
+    published_size = os.path.getsize(path)
+    manifest = os.path.join(work, "rewritten.json")
+    r = c.run("hash", model, "--per-tensor", "-o", manifest)
+    c.check(r.returncode == 0, "hash --per-tensor: %r" % r.stderr)
+    with open(manifest) as f:
+        doc = json.load(f)
+    header_length = struct.unpack("<Q", open(path, "rb").read(8))[0]
+    published_header = hashlib.sha256(open(path, "rb").read(8 + header_length)).hexdigest()
+    c.check(doc["format_version"] == 2, "hash writes format_version 2: %r" % doc.get("format_version"))
+    c.check(doc["files"]["model.safetensors"].get("header_sha256") == published_header,
+            "with each file's header digest: %r" % doc["files"])
+    c.check(doc["components"]["ranks"][0]["w"].get("dtype") == "F32" and
+            doc["components"]["ranks"][0]["w"].get("shape") == [4, 2], "and each component's dtype and shape")
+    load = ["load", model, "--provider", "host", "--digests", manifest]
+    r = c.run(*load)
+    c.check(r.returncode == 0, "the published file loads: %r" % r.stderr)
+
+    def rewritten(what, tensors, fragments, metadata=meta, header_length=None, size=None):
+        header, data_size = c.header_of(tensors, metadata)
+        if header_length is not None:
+            header += b" " * (header_length - len(header))
+        c.write(path, c.raw_file(header, data_size))
+        if size is not None:
+            c.check(os.path.getsize(path) == size, "%s: the file is %d bytes" % (what, size))
+        c.expect_error(what, load, 3, "DigestMismatch", fragments, "check_digests")
+
+    rewritten("a dtype changed", [("w", "I32", [4, 2]), ("x", "F32", [2])],
+              ['component "w" has element type I32, but the digest manifest published F32'])
+    rewritten("a shape changed", [("w", "F32", [2, 4]), ("x", "F32", [2])],
+              ['component "w" has shape [2, 4], but the digest manifest published [4, 2]'])
+    rewritten("the metadata changed", tensors,
+              ['file "model.safetensors" does not have the published header', published_header],
+              metadata={"format": "np"})
+    rewritten("a tensor dropped at the same size", [("w", "F32", [4, 2])],
+              ['file "model.safetensors" does not have the published header', published_header],
+              header_length=header_length + 8, size=published_size)
+    shorter = 8 + len(c.header_of([("w", "F32", [4, 2])], meta)[0]) + 32
+    rewritten("a shorter file", [("w", "F32", [4, 2])],
+              ['file "model.safetensors" is %d bytes, but the digest manifest published %d' % (shorter, published_size)],
+              size=shorter)
+    doc["format_version"] = 1
+    old = os.path.join(work, "v1.json")
+    with open(old, "w") as f:
+        json.dump(doc, f)
+    c.expect_error("a format_version 1 manifest with per-component digests",
+                   ["load", model, "--provider", "host", "--digests", old], 3, "InvalidArgument",
+                   ["format_version is 1", "write the manifest again with `rootspan hash --per-tensor`"],
+                   "read_digests")
+
+
 def test_damage(repo, blobs, example):
     blob = blobs["model-00002-of-00002.safetensors"]
     with open(blob, "r+b") as f:
@@ -144,6 +207,7 @@ def main():
         test_cache(repo)
         test_manifests(repo, tmp)
         test_output_link(repo, tmp)
+        test_rewritten_headers(tmp)
         test_damage(repo, blobs, example)
     return c.report()
 

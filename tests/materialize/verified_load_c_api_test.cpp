@@ -6,6 +6,11 @@
 // per-component digest for one rank only, naming a file that is not there,
 // and not JSON. Each failure has the right code, names the file or
 // component, and leaves no root; the progress callback still cancels.
+// A per-tensor manifest binds each component's element type and shape and
+// each file's size and header: a single file rewritten (its dtype, a shape,
+// its metadata, a tensor dropped at the same size, a tensor dropped from a
+// shorter file) is refused naming what changed, and the manifest reader
+// refuses what the format does not have (issue 35 items 4 and 11).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -74,10 +79,11 @@ class VerifiedLoadTest : public ::testing::Test {
     return o;
   }
 
-  rootspan_status load(const rootspan_load_options &o) {
+  rootspan_status load(const rootspan_load_options &o) { return load(o, repo_); }
+  rootspan_status load(const rootspan_load_options &o, const fs::path &path) {
     free_weights();
     rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, repo_.c_str(), &o, &weights_, &raw);
+    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
     message_ = raw != nullptr ? rootspan_error_message(raw) : "";
     rootspan_error_free(raw);
     if (status != ROOTSPAN_OK) {
@@ -95,11 +101,12 @@ class VerifiedLoadTest : public ::testing::Test {
     return doc;
   }
 
-  // `rootspan hash` of the repository.
-  nlohmann::json hash(const rootspan_load_options *o, bool per_component) {
+  // `rootspan hash` of the repository (or of `path`).
+  nlohmann::json hash(const rootspan_load_options *o, bool per_component) { return hash(o, per_component, repo_); }
+  nlohmann::json hash(const rootspan_load_options *o, bool per_component, const fs::path &path) {
     char *json = nullptr;
     rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_checkpoint_hash(repo_.c_str(), o, per_component ? 1 : 0, &json, &raw);
+    const rootspan_status status = rootspan_checkpoint_hash(path.c_str(), o, per_component ? 1 : 0, &json, &raw);
     EXPECT_EQ(status, ROOTSPAN_OK) << describe(raw);
     rootspan_error_free(raw);
     if (json == nullptr) return nullptr;
@@ -262,6 +269,16 @@ TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
   const std::vector<std::byte> up_rows(a_.bytes.begin() + static_cast<std::ptrdiff_t>(up_offset + up_length / 2),
                                        a_.bytes.begin() + static_cast<std::ptrdiff_t>(up_offset + up_length));
   EXPECT_EQ(manifest["components"]["ranks"][1]["up"]["sha256"], sha256_hex(up_rows));
+  // Format 2: each rank's slice with its element type and shape, each shard with its header's digest.
+  EXPECT_EQ(manifest["format_version"], 2);
+  EXPECT_EQ(manifest["components"]["ranks"][1]["up"]["dtype"], "F32");
+  EXPECT_EQ(manifest["components"]["ranks"][1]["up"]["shape"], nlohmann::json::parse("[4, 4]"));
+  EXPECT_EQ(manifest["components"]["ranks"][0]["down"]["shape"], nlohmann::json::parse("[4, 3]"));
+  EXPECT_EQ(manifest["components"]["ranks"][0]["norm"]["shape"], nlohmann::json::parse("[4]"));
+  const std::vector<std::byte> a_header(a_.bytes.begin(),
+                                        a_.bytes.begin() + static_cast<std::ptrdiff_t>(a_.data_offset));
+  EXPECT_EQ(manifest["files"]["a.safetensors"]["header_sha256"], sha256_hex(a_header));
+  EXPECT_FALSE(manifest["files"]["model.safetensors.index.json"].contains("header_sha256")) << "the index is no shard";
   // A wrong digest for rank 1's "down" only.
   manifest["components"]["ranks"][1]["down"]["sha256"] = std::string(64, '0');
   const fs::path path = dir_.write_text("ranks.json", manifest.dump());
@@ -288,6 +305,210 @@ TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
   ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
   EXPECT_EQ(digests()["verified"][1]["kind"], "file");
   EXPECT_EQ(digests()["verified"].size(), 3u);
+}
+
+// One safetensors file, model/model.safetensors, as published and as
+// rewritten: "w" (F32 [4, 2]) and "x" (F32 [2]), 40 data bytes, metadata
+// {"format": "pt"}; and its per-tensor manifest. Every rewrite leaves the
+// bytes of "w" as they were, so that its digest alone would still match.
+class PerTensorManifestTest : public VerifiedLoadTest {
+ protected:
+  static std::vector<TensorSpec> tensors() { return {{"w", "F32", {4, 2}}, {"x", "F32", {2}}}; }
+  static std::string header(const std::vector<TensorSpec> &t, const std::string &format = "pt") {
+    return header_json(t, {{"format", format}});
+  }
+
+  // The file from its header (padded with spaces to `length`) and the first `data` of the 40 data bytes.
+  void write_model(std::string text, std::size_t data, std::size_t length = 0) {
+    while (text.size() < length) text += ' ';
+    std::vector<std::byte> bytes;
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::byte>((text.size() >> (8 * i)) & 0xFF));
+    for (char c : text) bytes.push_back(static_cast<std::byte>(c));
+    for (std::size_t i = 0; i < data; ++i) bytes.push_back(static_cast<std::byte>(i * 7 + 1));
+    model_ = dir_.write("model/model.safetensors", bytes);
+    header_bytes_.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(8 + text.size()));
+    file_bytes_ = bytes.size();
+  }
+
+  // Writes the file as published and its per-tensor manifest; options that check a load against it.
+  rootspan_load_options published() {
+    write_model(header(tensors()), 40);
+    manifest_ = hash(nullptr, true, model_.parent_path());
+    manifest_path_ = dir_.write_text("per-tensor.json", manifest_.dump());
+    published_header_ = sha256_hex(header_bytes_);
+    published_bytes_ = file_bytes_;
+    rootspan_load_options o = options();
+    o.check_digests = 0;
+    o.digests_path = manifest_path_.c_str();
+    return o;
+  }
+
+  rootspan_status load_model(const rootspan_load_options &o) { return load(o, model_.parent_path()); }
+
+  fs::path model_, manifest_path_;
+  nlohmann::json manifest_;
+  std::vector<std::byte> header_bytes_;
+  std::size_t file_bytes_ = 0, published_bytes_ = 0;
+  std::string published_header_;
+};
+
+TEST_F(PerTensorManifestTest, ThePublishedFileLoadsAndTheManifestBindsTypesShapesAndHeaders) {
+  const rootspan_load_options o = published();
+  EXPECT_EQ(manifest_["format_version"], 2) << manifest_.dump();
+  EXPECT_EQ(manifest_["files"]["model.safetensors"]["header_sha256"], published_header_) << manifest_.dump();
+  EXPECT_EQ(manifest_["files"]["model.safetensors"]["bytes"], published_bytes_);
+  EXPECT_EQ(manifest_["components"]["ranks"][0]["w"]["dtype"], "F32");
+  EXPECT_EQ(manifest_["components"]["ranks"][0]["w"]["shape"], nlohmann::json::parse("[4, 2]"));
+  ASSERT_EQ(load_model(o), ROOTSPAN_OK) << message_;
+  EXPECT_EQ(digests()["verified"].size(), 2u) << digests().dump();
+}
+
+TEST_F(PerTensorManifestTest, AChangedDtypeIsRefused) {
+  const rootspan_load_options o = published();
+  write_model(header({{"w", "I32", {4, 2}}, {"x", "F32", {2}}}), 40);  // the same bytes, read as integers
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "component \"w\" has element type I32, but the digest manifest published F32")) << message_;
+}
+
+TEST_F(PerTensorManifestTest, AChangedShapeIsRefused) {
+  const rootspan_load_options o = published();
+  write_model(header({{"w", "F32", {2, 4}}, {"x", "F32", {2}}}), 40);  // the same bytes, transposed
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "component \"w\" has shape [2, 4], but the digest manifest published [4, 2]")) << message_;
+}
+
+TEST_F(PerTensorManifestTest, ChangedMetadataIsRefused) {
+  const rootspan_load_options o = published();
+  write_model(header(tensors(), "np"), 40);  // the same length, the same tensors
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_,
+                  "file \"model.safetensors\" does not have the published header: the SHA-256 of its "
+                  "bytes 0 to " +
+                      std::to_string(header_bytes_.size())))
+      << message_;
+  EXPECT_TRUE(
+      has(message_, "is " + sha256_hex(header_bytes_) + ", but the digest manifest published " + published_header_))
+      << message_;
+  // A manifest of whole files checks the header too, before hashing the file.
+  nlohmann::json files = manifest_;
+  files.erase("components");
+  const fs::path files_path = dir_.write_text("files.json", files.dump());
+  rootspan_load_options whole = o;
+  whole.digests_path = files_path.c_str();
+  EXPECT_EQ(load_model(whole), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "does not have the published header")) << message_;
+}
+
+TEST_F(PerTensorManifestTest, ATensorDroppedAtTheSameSizeIsRefused) {
+  const rootspan_load_options o = published();
+  // "x" dropped, its 8 bytes given to the header as padding: the file keeps its size and "w" its bytes.
+  write_model(header({{"w", "F32", {4, 2}}}), 32, (header_bytes_.size() - 8) + 8);
+  ASSERT_EQ(file_bytes_, published_bytes_);
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "file \"model.safetensors\" does not have the published header")) << message_;
+  EXPECT_TRUE(has(message_, "but the digest manifest published " + published_header_)) << message_;
+}
+
+TEST_F(PerTensorManifestTest, AShorterFileIsRefused) {
+  const rootspan_load_options o = published();
+  write_model(header({{"w", "F32", {4, 2}}}), 32);  // "x" dropped, and its bytes with it
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "file \"model.safetensors\" is " + std::to_string(file_bytes_) +
+                                " bytes, but the digest manifest published " + std::to_string(published_bytes_)))
+      << message_;
+}
+
+TEST_F(PerTensorManifestTest, EveryFileTheLoadReadsMustBeNamedWithItsHeaderDigest) {
+  rootspan_load_options o = published();
+  nlohmann::json unnamed = manifest_;
+  unnamed["files"].erase("model.safetensors");
+  const fs::path unnamed_path = dir_.write_text("unnamed.json", unnamed.dump());
+  o.digests_path = unnamed_path.c_str();
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "file \"model.safetensors\" is not named by the digest manifest")) << message_;
+  nlohmann::json headless = manifest_;
+  headless["files"]["model.safetensors"].erase("header_sha256");
+  const fs::path headless_path = dir_.write_text("headless.json", headless.dump());
+  o.digests_path = headless_path.c_str();
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
+  EXPECT_TRUE(has(message_, "gives file \"model.safetensors\" no \"header_sha256\"")) << message_;
+}
+
+TEST_F(PerTensorManifestTest, AFormatVersion1ManifestIsReadOnlyWithoutComponents) {
+  rootspan_load_options o = published();
+  nlohmann::json old = manifest_;
+  old["format_version"] = 1;
+  for (auto &[name, file] : old["files"].items()) file.erase("header_sha256");
+  const fs::path with_components = dir_.write_text("v1-components.json", old.dump());
+  o.digests_path = with_components.c_str();
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(message_, "format_version is 1, whose per-component digests bind neither")) << message_;
+  EXPECT_TRUE(has(message_, "write the manifest again with `rootspan hash --per-tensor`")) << message_;
+  old.erase("components");
+  const fs::path files_only = dir_.write_text("v1-files.json", old.dump());
+  o.digests_path = files_only.c_str();
+  EXPECT_EQ(load_model(o), ROOTSPAN_OK) << message_;
+  EXPECT_EQ(digests()["verified"][0]["kind"], "file");
+}
+
+TEST_F(PerTensorManifestTest, TheReaderRefusesWhatTheFormatDoesNotHave) {
+  rootspan_load_options o = published();
+  const std::string text = manifest_.dump();
+  // Each: a manifest's text, and what the refusal says.
+  const auto refused = [&](const std::string &name, const std::string &manifest, const std::string &cause) {
+    const fs::path path = dir_.write_text(name, manifest);
+    o.digests_path = path.c_str();
+    EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT) << name;
+    EXPECT_TRUE(has(message_, "read_digests")) << message_;
+    EXPECT_TRUE(has(message_, path.string() + "\": " + cause)) << name << ": " << message_;
+  };
+  const auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string out = text;
+    const std::size_t at = out.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? out : out.replace(at, from.size(), to);
+  };
+  refused("bom.json", "\xEF\xBB\xBF" + text, "JSON starts with a UTF-8 byte-order mark");
+  refused("nul.json", text + std::string(1, '\0'), "NUL byte at offset");
+  refused("twice.json", replaced("{\"algorithm\"", "{\"algorithm\":\"sha256\",\"algorithm\""),
+          "the document holds \"algorithm\" twice");
+  const std::string zeros(64, '0');
+  refused("file-twice.json",
+          replaced("\"files\":{\"model.safetensors\":", "\"files\":{\"model.safetensors\":{\"bytes\":1,\"sha256\":\"" +
+                                                            zeros + "\"},\"model.safetensors\":"),
+          "files holds \"model.safetensors\" twice");
+  refused(
+      "component-twice.json",
+      replaced("[{\"w\":", "[{\"x\":{\"bytes\":8,\"dtype\":\"F32\",\"sha256\":\"" + zeros + "\",\"shape\":[2]},\"w\":"),
+      "components.ranks[0] holds \"x\" twice");
+  refused("unknown.json", replaced("{\"algorithm\"", "{\"signed_by\":\"me\",\"algorithm\""),
+          "the document has a member \"signed_by\", which a digest manifest does not have there");
+  refused("unknown-entry.json", replaced("\"bytes\":32,", "\"bytes\":32,\"offset\":0,"),
+          "components.ranks[0][\"w\"] has a member \"offset\"");
+  refused("negative.json", replaced("\"bytes\":32,", "\"bytes\":-32,"),
+          "components.ranks[0][\"w\"] needs \"bytes\", a count of bytes, not a negative number");
+  refused("dtype.json", replaced("\"dtype\":\"F32\"", "\"dtype\":\"float\""),
+          "components.ranks[0][\"w\"] needs \"dtype\", an element type name");
+  refused("no-dtype.json", replaced("\"dtype\":\"F32\",", ""),
+          "components.ranks[0][\"w\"] has no \"dtype\": format_version 2 gives each component its");
+  refused("rank.json", replaced("\"shape\":[4,2]", "\"shape\":[" + std::string(64, '1') + "]"),
+          "components.ranks[0][\"w\"].shape holds a number with a fraction or an exponent (or past 2^64), not a "
+          "dimension");
+  std::string deep = "[";
+  for (int i = 0; i < 64; ++i) deep += "1,";
+  refused("rank64.json", replaced("\"shape\":[4,2]", "\"shape\":" + deep + "1]"),
+          "components.ranks[0][\"w\"].shape has more than 64 dimensions");
+  refused("ranks.json", replaced("\"ranks\":[", "\"ranks\":[{},"),
+          "components.ranks holds 2 ranks, expected one per rank of world_size 1");
+  refused("version.json", replaced("\"format_version\":2", "\"format_version\":3"),
+          "format_version is 3, expected 2 (or 1, for a manifest without per-component digests)");
+  refused("trailing.json", text + " {}", "not valid JSON");
+  // Bounded before a byte is read: a file past the limit is refused by its size.
+  const fs::path huge = dir_.write_text("huge.json", "");
+  fs::resize_file(huge, (std::uint64_t{512} << 20) + 1);
+  o.digests_path = huge.c_str();
+  EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(message_, "more than the limit of " + std::to_string(std::uint64_t{512} << 20))) << message_;
 }
 
 TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {

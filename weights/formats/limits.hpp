@@ -41,9 +41,26 @@ inline constexpr std::size_t kMaxComponentSources = std::size_t{1} << 16;
 inline constexpr std::uint64_t kMaxIndexBytes = 100'000'000;
 // A schema is names and numbers; anything bigger is not one.
 inline constexpr std::uint64_t kMaxSchemaBytes = 64ull << 20;
-// A digest manifest of every component of a million-tensor checkpoint over
-// a few ranks stays well under this.
-inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{1} << 30;
+// A digest manifest (`rootspan hash`, written with two-space indentation)
+// holds about 270 bytes per file and, with --per-tensor, about 290 bytes per
+// component per rank: the id (~50), the SHA-256 (64 hex digits), bytes,
+// dtype and a shape of one or two dimensions a line each, and the keys and
+// indentation. The largest public checkpoints hold under 150,000 tensors
+// (mixture-of-experts models at 60 layers of 256-384 experts), 45 MB a rank;
+// tensor-parallel loads use at most 8 ranks (one node's GPUs), 350 MB. One
+// rank of the loader's limit of 2^20 tensors is 305 MB. 512 MiB covers both
+// with room. The reader (digest_manifest.cpp) parses it without a document
+// tree, holding the text and the entries it reads: measured, a 30 MB
+// manifest as `hash` writes it peaks at 2.5 times its size, the densest the
+// format allows (minimal entries, or a million split rules) at 4 times; so
+// at most about 2 GiB here, where a tree of the old 1 GiB limit could take
+// over 50 GiB.
+inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{512} << 20;
+// Ranks of one manifest's per-component digests. Read before the world size
+// (keys are sorted), so bounded on their own: an empty rank costs 48 bytes
+// for its three of text. Tensor-parallel worlds are a few ranks to a few
+// hundred.
+inline constexpr std::size_t kMaxManifestRanks = std::size_t{1} << 16;
 // A Hugging Face ref file holds one commit hash and a newline.
 inline constexpr std::uint64_t kMaxRefBytes = 4096;
 

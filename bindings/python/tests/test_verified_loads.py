@@ -3,8 +3,10 @@
 here (blobs named by their SHA-256), digests= against a manifest made by
 rootspan.inspect.hash_checkpoint, weights.digests, and the errors: a
 flipped byte, a manifest with a wrong per-rank digest, nothing to check
-against, NUL bytes in string arguments. Runs with numpy alone (Debian's
-python3 included); rootspan.torch.load(verify=True) where torch is present.
+against, NUL bytes in string arguments; a per-tensor manifest binds each
+component's dtype and shape and each file's header (issue 35 item 4). Runs
+with numpy alone (Debian's python3 included); rootspan.torch.load(verify=True)
+where torch is present.
 """
 import hashlib
 import importlib.util
@@ -27,6 +29,16 @@ def safetensors_bytes(tensors):
         blob += data
     raw = json.dumps(header).encode()
     raw += b" " * ((8 - len(raw) % 8) % 8)
+    return struct.pack("<Q", len(raw)) + raw + blob
+
+
+def safetensors_with_metadata(tensors, metadata):
+    header = {"__metadata__": metadata}
+    blob = b""
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
+        blob += data
+    raw = json.dumps(header).encode()
     return struct.pack("<Q", len(raw)) + raw + blob
 
 
@@ -105,6 +117,48 @@ class VerifiedLoads(unittest.TestCase):
             self.assertEqual([d["kind"] for d in weights.digests["verified"]], ["file", "component", "component"])
         with self.assertRaisesRegex(rootspan.DigestMismatchError, 'component "w" is not the published one'):
             self.ctx.load(self.repo, provider="host", rank=1, world_size=2, split=split, digests=path)
+
+    def test_a_per_tensor_manifest_binds_dtypes_shapes_and_headers(self):
+        folder = os.path.join(self._dir.name, "single")
+        os.makedirs(folder)
+        path = os.path.join(folder, "model.safetensors")
+
+        def write(w_dtype="F32", w_shape=(6, 4), fmt="pt"):
+            with open(path, "wb") as f:
+                f.write(safetensors_with_metadata({"w": (w_dtype, list(w_shape), bytes(range(96))),
+                                                   "b": ("F32", [4], bytes(range(100, 116)))}, {"format": fmt}))
+
+        write()
+        manifest = rootspan.inspect.hash_checkpoint(folder, per_tensor=True)
+        self.assertEqual(manifest["format_version"], 2)
+        self.assertEqual(manifest["components"]["ranks"][0]["w"]["dtype"], "F32")
+        self.assertEqual(manifest["components"]["ranks"][0]["w"]["shape"], [6, 4])
+        with open(path, "rb") as f:
+            raw = f.read()
+        header = raw[:8 + struct.unpack("<Q", raw[:8])[0]]
+        self.assertEqual(manifest["files"]["model.safetensors"]["header_sha256"], hashlib.sha256(header).hexdigest())
+        digests = os.path.join(self._dir.name, "per-tensor.json")
+        with open(digests, "w") as f:
+            json.dump(manifest, f)
+        with self.ctx.load(folder, provider="host", digests=digests) as weights:
+            self.assertEqual(len(weights.digests["verified"]), 2)
+        write(w_dtype="I32")
+        with self.assertRaisesRegex(rootspan.DigestMismatchError,
+                                    'component "w" has element type I32, but the digest manifest published F32'):
+            self.ctx.load(folder, provider="host", digests=digests)
+        write(w_shape=(4, 6))
+        with self.assertRaisesRegex(rootspan.DigestMismatchError,
+                                    r'component "w" has shape \[4, 6\], but the digest manifest published \[6, 4\]'):
+            self.ctx.load(folder, provider="host", digests=digests)
+        write(fmt="np")
+        with self.assertRaisesRegex(rootspan.DigestMismatchError,
+                                    'file "model.safetensors" does not have the published header'):
+            self.ctx.load(folder, provider="host", digests=digests)
+        manifest["format_version"] = 1
+        with open(digests, "w") as f:
+            json.dump(manifest, f)
+        with self.assertRaisesRegex(rootspan.InvalidArgumentError, "rootspan hash --per-tensor"):
+            self.ctx.load(folder, provider="host", digests=digests)
 
     def test_nothing_to_check_against_is_never_called_verified(self):
         single = os.path.join(self._dir.name, "single.safetensors")
