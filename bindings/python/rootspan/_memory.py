@@ -15,7 +15,9 @@ Read-only memory is only ever handed out read-only: with numpy, views are
 read-only ndarrays whose base object exports no buffer at all, so neither
 `flags.writeable = True` nor a new buffer over `.base` can make it writable.
 """
+import contextlib
 import ctypes
+import gc
 
 from . import errors
 
@@ -23,6 +25,22 @@ try:
     import numpy
 except ImportError:  # numpy is optional; views fall back to ctypes
     numpy = None
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector held off while a load hands out thousands of objects at once (issue
+    33): each Component, claim, lease and tensor is a tracked object that survives, so the collector would
+    otherwise walk every live object of the process (all of torch's) again and again during the load, about
+    a third of the time per tensor. It runs again, as it was, when the block ends; a no-op when it was off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class _Lease:

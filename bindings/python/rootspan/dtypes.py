@@ -87,8 +87,22 @@ def numpy_typestr(dtype_name):
     return _TABLE[dtype_name][1]
 
 
+_numpy_dtypes = {}  # dtype name -> numpy dtype or None: made once (every loaded component asks)
+
+
 def numpy_dtype(dtype_name):
     """The numpy dtype, or None where numpy has none (BF16, F8, F6, F4) or numpy is missing."""
+    try:
+        return _numpy_dtypes[dtype_name]
+    except KeyError:
+        pass
+    found = _numpy_dtype(dtype_name)
+    if dtype_name in _TABLE or dtype_name == "NONE":
+        _numpy_dtypes[dtype_name] = found
+    return found
+
+
+def _numpy_dtype(dtype_name):
     typestr = numpy_typestr(dtype_name)
     if typestr is None:
         return None

@@ -8,14 +8,15 @@ import ctypes
 import json
 import os
 
-from . import _abi, _library, errors
+from . import _abi, _library, _memory, errors
 
 
 def _json(lib, fn, *args):
     out = ctypes.c_void_p()
     errors.check(lib, fn, *args, ctypes.byref(out))
     try:
-        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+        with _memory.gc_paused():  # a document of thousands of tensors is as many lists: no collector passes
+            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
     finally:
         lib.rootspan_string_free(out.value)
 

@@ -21,8 +21,8 @@ import sys
 import weakref
 from dataclasses import dataclass
 
-from . import _abi, dtypes, errors
-from .root import Root, _Exportable, _check_bool, _check_int
+from . import _abi, _memory, dtypes, errors
+from .root import Claim, Root, _Exportable, _check_bool, _check_int
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,16 @@ def _text(value):
     return value.decode("utf-8", "replace") if value is not None else None
 
 
+_role_names = {}  # rootspan_component_role -> its name: asked once per role, not once per component
+
+
+def _role_name(lib, role):
+    name = _role_names.get(role)
+    if name is None:
+        name = _role_names[role] = _text(lib.rootspan_role_name(role))
+    return name
+
+
 class Component(_Exportable):
     """One loaded component: its layout, and its memory as numpy (no copy) or DLPack.
 
@@ -151,8 +161,7 @@ class Component(_Exportable):
         # What its root is mapped as: its element type, or bytes for the sub-byte types (their roots are untyped).
         self._map_code = info.dtype if dtypes.bits(self.dtype) % 8 == 0 else _abi.DTYPE_NONE
         self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
-        lib = weights._context._state.lib
-        self.role = _text(lib.rootspan_role_name(info.role))
+        self.role = _role_name(weights._context._state.lib, info.role)
         self.encoding = _abi.ENCODINGS[info.encoding] if 0 <= info.encoding < len(_abi.ENCODINGS) else \
             str(info.encoding)
         self.format_id = _text(info.format_id)
@@ -164,7 +173,7 @@ class Component(_Exportable):
         self.source_contiguous = bool(info.source_contiguous)
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
-        self.shape = tuple(info.shape[i] for i in range(info.rank))
+        self.shape = tuple(info.shape[:info.rank]) if info.rank else ()
 
     def _live(self, operation):
         if self._wstate.handle is None or self._wstate.released[self.index]:
@@ -189,7 +198,13 @@ class Component(_Exportable):
                 return lease
             self._live("export")
             writable = not self.read_only
-            claim = self.root.claim(0, self.nbytes, exclusive=writable)
+            # Root.claim's work without its argument checks (whole component, checked sizes): one per tensor.
+            root = self.root
+            handle = root._live("claim_acquire")
+            out = ctypes.c_void_p()
+            errors.check(state.lib, state.lib.rootspan_claim_acquire, handle, 0, self.nbytes,
+                         _abi.CLAIM_EXCLUSIVE if writable else _abi.CLAIM_SHARED, ctypes.byref(out))
+            claim = Claim(root, out.value, writable)
             try:
                 lease = claim._lease(self._map_code, 0, self.nbytes, write=writable, own_claim=True)
             except BaseException:
@@ -276,11 +291,16 @@ class Weights(collections.abc.Mapping):
                            "rootspan_weights_bytes_read failed")
         self.bytes_read = bytes_read.value  # what the load read from the files (one rank's share when sliced)
         self._components = []
-        for i in range(count.value):
-            info = _abi.sized(_abi.ComponentInfo)
-            errors.check_plain(lib.rootspan_weights_component(handle, i, ctypes.byref(info)), "weights",
-                               f"rootspan_weights_component({i}) failed")
-            self._components.append(Component(self, i, info))
+        component_info = lib.rootspan_weights_component
+        size = ctypes.sizeof(_abi.ComponentInfo)
+        with _memory.gc_paused():  # thousands of components: no collector passes over torch meanwhile
+            for i in range(count.value):
+                info = _abi.ComponentInfo()
+                info.struct_size = size
+                status = component_info(handle, i, ctypes.byref(info))
+                if status != _abi.OK:
+                    errors.check_plain(status, "weights", f"rootspan_weights_component({i}) failed")
+                self._components.append(Component(self, i, info))
         self._skipped = {}
         skipped = ctypes.c_size_t()
         errors.check_plain(lib.rootspan_weights_skipped_count(handle, ctypes.byref(skipped)), "weights",

@@ -56,8 +56,18 @@ def to_numpy(component, code, shape):
     return flat.view(dtype).reshape(shape)
 
 
+_torch_dtypes = {}  # format code -> torch dtype, looked up once (every tensor asks)
+
+
 def torch_dtype(code):
     """torch's dtype for a format code, or a SafetensorError naming the torch release that has it."""
+    found = _torch_dtypes.get(code)
+    if found is None:
+        found = _torch_dtypes[code] = _torch_dtype(code)  # raises, caching nothing, for a type torch lacks
+    return found
+
+
+def _torch_dtype(code):
     import torch
     found = _dtypes.BY_CODE[code]
     if found.torch is None:
@@ -94,7 +104,7 @@ def to_torch(component, code, shape):
     """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor)."""
     import torch
     dtype = torch_dtype(code)
-    storage_shape = torch_storage_shape(code, shape)
+    storage_shape = torch_storage_shape(code, shape) if code == "F4" else shape
     if component is None:
         return torch.empty(storage_shape, dtype=dtype)  # no bytes to share
     if component.read_only:  # torch has no read-only tensors: a writable copy
@@ -104,4 +114,6 @@ def to_torch(component, code, shape):
         flat = torch.from_numpy(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False))
     else:
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component))
-    return flat.view(dtype).reshape(storage_shape)
+    if dtype is not torch.uint8:
+        flat = flat.view(dtype)
+    return flat.view(storage_shape)

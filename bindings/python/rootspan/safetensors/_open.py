@@ -15,7 +15,7 @@ roots nothing uses any more (rootspan/weights.py).
 import os
 import threading
 
-from rootspan import errors as _core_errors
+from rootspan import _memory, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
 from rootspan.safetensors import _frameworks, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
@@ -168,10 +168,11 @@ class safe_open:
 
     def get_tensors(self):
         """Every tensor, by name, in file order."""
-        with self._lock:
-            self._open()
-            self._load_all()
-        return {name: self.get_tensor(name) for name in self._tensors}
+        with _memory.gc_paused():  # a tensor per name, thousands at once: see _memory.gc_paused
+            with self._lock:
+                self._open()
+                self._load_all()
+            return {name: self.get_tensor(name) for name in self._tensors}
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
