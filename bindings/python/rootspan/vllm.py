@@ -11,6 +11,8 @@ vLLM's `model_loader_extra_config` (`--model-loader-extra-config '{"strategy": "
     digests    a digest manifest (`rootspan hash`) to check the files against; implies verify
     tensors    shell-style patterns (a list of strings): only the tensors one matches are read
     populate   true: with mmap, read the mapped bytes in before handing them out
+    allow_missing  shell-style patterns of model parameters the checkpoint may leave unfilled (every
+               parameter of an unquantized model must be filled otherwise; a quantized model gets vLLM's check)
 
 The signature options of signed models (`signature`, `public_key`, `certificate_chain`,
 `ignore_unsigned_files`) are accepted where this rootspan's Context.load takes them, and refused as not
@@ -38,6 +40,7 @@ OPTIONS = {
     "digests": "the path of a digest manifest (a string)",
     "tensors": "a list of shell-style patterns (strings)",
     "populate": "a bool",
+    "allow_missing": "a list of shell-style patterns of model parameter names (strings)",
 }
 # Reserved for signed models: Context.load parameters of these names are used when they exist.
 SIGNATURE_OPTIONS = {
@@ -59,6 +62,7 @@ class Options:
     digests: "str | None" = None
     tensors: "tuple | None" = None
     populate: bool = False
+    allow_missing: "tuple | None" = None
     signature: dict = dataclasses.field(default_factory=dict)  # the signature options given, by name
 
     def load_arguments(self):
@@ -135,7 +139,7 @@ def parse_options(extra_config):
             if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
                 raise _bad(key, value, OPTIONS[key])
             value = os.fspath(value)
-        elif key == "tensors":
+        elif key in ("tensors", "allow_missing"):
             if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value \
                     or not all(isinstance(p, str) and p for p in value):
                 raise _bad(key, value, OPTIONS[key] + ", at least one, none empty")
@@ -241,7 +245,7 @@ class LoadStats:
         self.report = None
         self.digests = None
 
-    def line(self, total_seconds, model_seconds):
+    def line(self, total_seconds, model_seconds, what="Loading weights"):
         report = self.report or {}
         strategy = report.get("strategy", "?")
         requested = report.get("requested", "?")
@@ -252,8 +256,8 @@ class LoadStats:
             verified = (f"; verified {len(self.digests.get('verified', []))} digests, "
                         f"{len(self.digests.get('unverifiable', []))} not verifiable")
         why = reason if reason.startswith(requested + ":") else f"asked {requested}: {reason}"
-        return (f"Loading weights took {total_seconds:.2f} seconds (rootspan: {self.tensors} tensors, "
-                f"{_human_bytes(self.bytes)} from {self.files} files of {self.path}, {rate:.2f} GB/s; strategy "
+        return (f"{what} took {total_seconds:.2f} seconds (rootspan: {self.tensors} tensors, "
+                f"{_human_bytes(self.bytes)} from {self.files} file{'' if self.files == 1 else 's'} of {self.path}, {rate:.2f} GB/s; strategy "
                 f"{strategy} ({why}); phases: headers {self.header_seconds:.3f} s, context "
                 f"{self.context_seconds:.3f} s, load {self.load_seconds:.3f} s, model.load_weights "
                 f"{model_seconds:.3f} s{verified})")
@@ -332,9 +336,15 @@ def _make_loader_class():
             inspect(path, revision)
 
         def get_all_weights(self, model_config, model=None):
-            """(name, tensor) of the model's checkpoint (what vLLM's in-place reload consumes)."""
+            """(name, tensor) of the model's checkpoint (what vLLM's in-place reload consumes); logs the
+            load's line once the consumer has taken every tensor."""
             path, revision = self._source(model_config)
-            yield from iterate(path, revision, self.options)
+            stats = LoadStats(path)
+            started = time.perf_counter()
+            yield from iterate(path, revision, self.options, stats)
+            total = time.perf_counter() - started
+            model_seconds = max(0.0, total - stats.header_seconds - stats.context_seconds - stats.load_seconds)
+            logger.info(stats.line(total, model_seconds, "Reading weights for a reload"))
 
         def load_weights(self, model, model_config):
             path, revision = self._source(model_config)
@@ -344,29 +354,34 @@ def _make_loader_class():
             total = time.perf_counter() - started
             model_seconds = max(0.0, total - stats.header_seconds - stats.context_seconds - stats.load_seconds)
             logger.info(stats.line(total, model_seconds))
-            if loaded is not None and getattr(model_config, "quantization", None) is None:
-                self._check_all_loaded(model, set(loaded), path)
+            if loaded is not None:
+                self._check_all_loaded(model, set(loaded), path, getattr(model_config, "quantization", None) is not None)
 
-        def _check_all_loaded(self, model, loaded, path):
-            """A parameter the checkpoint did not fill fails start-up, as vLLM's default loader does (its own
-            check, with its exemptions, where it has one)."""
-            try:
-                from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
-                check = DefaultModelLoader.track_weights_loading
-            except (ImportError, AttributeError):
-                check = None
-            try:
-                if check is not None:
-                    check(self, model, loaded, quantized=False)
-                else:
-                    missing = {name for name, _ in model.named_parameters()} - loaded
-                    if missing:
-                        raise ValueError(f"Following weights were not initialized from checkpoint: {missing}")
-            except ValueError as error:
+        def _check_all_loaded(self, model, loaded, path, quantized):
+            """A parameter the checkpoint did not fill fails start-up, naming it: every parameter of an
+            unquantized model but those allow_missing matches (vLLM's default loader exempts whole layers
+            that process their weights after loading, the linear layers among them; this does not); a quantized
+            model gets vLLM's own check, with its exemptions."""
+            if quantized:
+                try:
+                    from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+                    DefaultModelLoader.track_weights_loading(self, model, set(loaded), quantized=True)
+                    return
+                except (ImportError, AttributeError):
+                    return
+                except ValueError as error:
+                    raise ValueError(f"rootspan load format: the checkpoint {path} did not fill every parameter "
+                                     f"of the model: {error}") from error
+            allowed = self.options.allow_missing or ()
+            missing = sorted(name for name, _ in model.named_parameters()
+                             if name not in loaded and not any(fnmatch.fnmatchcase(name, p) for p in allowed))
+            if missing:
                 selection = ("" if self.options.tensors is None
-                             else f" (model_loader_extra_config['tensors'] selected {list(self.options.tensors)})")
-                raise ValueError(f"rootspan load format: the checkpoint {path} did not fill every parameter of "
-                                 f"the model{selection}: {error}") from error
+                             else f"; model_loader_extra_config['tensors'] selected {list(self.options.tensors)}")
+                shown = ", ".join(missing[:20]) + (f", ... ({len(missing)} in all)" if len(missing) > 20 else "")
+                raise ValueError(f"rootspan load format: the checkpoint {path} did not fill every parameter of the "
+                                 f"model{selection}: {len(missing)} not filled: {shown} (model_loader_extra_config"
+                                 f"['allow_missing'] takes patterns of parameters that may stay unfilled)")
 
     register_model_loader(LOAD_FORMAT)(RootspanModelLoader)
     return RootspanModelLoader
