@@ -56,6 +56,12 @@ out = subprocess.run([command, "version"], capture_output=True, text=True, check
 assert rootspan.__version__ in out, out
 checkpoint = os.path.join(sys.argv[1], "tools", "example-checkpoint")
 subprocess.run([command, "load", checkpoint, "--provider", "host"], check=True, stdout=subprocess.DEVNULL)
+from importlib.metadata import entry_points  # the wheel's vLLM load format (docs/engines.md)
+points = [p.value for p in entry_points(group="vllm.general_plugins") if p.name == "rootspan"]
+assert points == ["rootspan.vllm:register"], points
+import rootspan.vllm  # without vLLM in this environment
+assert "vllm" not in sys.modules
+print("wheel: vllm.general_plugins entry point", points[0])
 import rootspan.safetensors  # no numpy or torch in this environment: the header only
 with rootspan.safetensors.safe_open(os.path.join(checkpoint, "model-00001-of-00002.safetensors"), "np") as f:
     print("wheel: rootspan.safetensors reads", len(f.keys()), "tensor names, metadata", f.metadata())

@@ -60,5 +60,5 @@ ROOTSPAN_LIBRARY="$build/librootspan.so" \
   ROOTSPAN_ENGINE_TESTS=required \
   PYTHONPATH="$PWD/bindings/python/tests/engines" \
   VLLM_TARGET_DEVICE=cpu \
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs bindings/python/tests/engines "$@"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -rsP bindings/python/tests/engines "$@"
 echo "== engine tests took $(( $(date +%s) - started )) s"

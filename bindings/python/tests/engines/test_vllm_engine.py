@@ -101,6 +101,11 @@ def engines(tmp_path_factory):
     jobs["llama-damaged"] = ({"model": REPO, "load_format": "rootspan", "extra": {"verify": True},
                               "prompts": PROMPTS}, offline(damaged_hub), FAILURE_LIMIT)
 
+    # Tensor parallelism: two workers, one core each (vLLM's automatic binding wants a NUMA node per worker).
+    jobs["llama-tp2"] = ({"model": llama, "load_format": "rootspan", "prompts": PROMPTS, "tensor_parallel_size": 2,
+                          "memory": True, "reloads": [{"path": llama, "load_format": "safetensors"}]},
+                         {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"},
+                         STARTUP_LIMIT + 200)
     jobs["llama-safetensors"] = ({"model": llama, "load_format": "safetensors", "prompts": PROMPTS,
                                   "in_process": True}, {}, STARTUP_LIMIT)
     folder = minilm_folder()
@@ -185,6 +190,20 @@ def test_parameters_the_patterns_left_out_fail_naming_them(rootspan_run):
     assert "did not fill every parameter of the model" in error, error
     assert "model_loader_extra_config['tensors'] selected ['model.layers.*', 'model.embed_tokens.*']" in error
     assert "2 not filled: lm_head.weight, model.norm.weight" in error, error
+
+
+def test_tensor_parallel_2_identical_to_the_default_loader(engines):
+    """Two workers each load the checkpoint through rootspan (vLLM's load_weights keeps each rank's slice);
+    the same engine reloaded through vLLM's safetensors loader gives the same tokens and logprobs."""
+    got, output = started(engines[1]["llama-tp2"], "load_format='rootspan', tensor_parallel_size=2")
+    assert len(re.findall(r"Worker_TP[01] .*Loading weights took .*rootspan:", output)) == 2, output[-4000:]
+    default = got["reloads"][0]
+    assert "error" not in default, default
+    assert got["outputs"] == default["outputs"]
+    memory = sorted(tuple(m) for m in got["memory"])
+    assert [m[0] for m in memory] == [0, 1], memory
+    print("tensor_parallel_size=2, resident memory per worker after start-up: " + "; ".join(
+        f"rank {rank}: VmRSS {rss / 2**20:.0f} MiB, VmHWM {hwm / 2**20:.0f} MiB" for rank, rss, hwm in memory))
 
 
 def test_minilm_embeddings_identical_to_the_default_loader(engines):

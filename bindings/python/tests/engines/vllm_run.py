@@ -4,9 +4,11 @@
 SPEC: {"model", "load_format", "extra" (model_loader_extra_config), "runner" ("generate" or "pooling"),
 "prompts" (lists of token ids, for generate) or "sentences" (for pooling), "max_tokens", "logprobs",
 "tensor_parallel_size", "dtype", "revision", "in_process" (the engine core and its worker in this process),
-"reloads": [{"path", "options", "direct": true to call the loader's load_weights instead of vLLM's
-in-place reload}]}.
-OUT: {"startup_seconds", "outputs" (tokens and logprobs, or embeddings), "reloads": [{"outputs" or "error"}]}.
+"memory" (each worker's resident memory after start-up), "reloads": [{"path", "options", "direct": true to
+call the loader's load_weights instead of vLLM's in-place reload, "load_format": "safetensors" to reload
+through vLLM's default loader instead}]}.
+OUT: {"startup_seconds", "outputs" (tokens and logprobs, or embeddings), "memory": [[rank, VmRSS, VmHWM]],
+"reloads": [{"outputs" or "error"}]}.
 The engine runs with enforce_eager, gpu_memory_utilization 0.1 and a small max_model_len; vLLM spawns its
 workers, hence the __main__ guard. A start-up that fails raises here (exit status 1) with vLLM's output.
 """
@@ -16,17 +18,23 @@ import sys
 import time
 
 
-def _reload(worker, path, options, direct):
+def _reload(worker, path, options, direct, load_format):
     """In each worker: reload the model's weights from path with the rootspan load format and options,
-    through vLLM's own in-place reload (or the loader's load_weights with direct). Returns the error text, or
-    None."""
+    through vLLM's own in-place reload (or the loader's load_weights with direct); with load_format
+    "safetensors", through vLLM's default loader instead. Returns the error text, or None."""
     import types
     from vllm.config.load import LoadConfig
     import rootspan.vllm
     try:
-        loader = rootspan.vllm.loader_class()(LoadConfig(load_format="rootspan", model_loader_extra_config=options))
         runner = worker.model_runner
         config = types.SimpleNamespace(model=path, model_weights=None, revision=None, quantization=None)
+        if load_format == "safetensors":
+            from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+            loader = DefaultModelLoader(LoadConfig(load_format="safetensors"))
+            config = runner.model_config
+        else:
+            loader = rootspan.vllm.loader_class()(LoadConfig(load_format="rootspan",
+                                                             model_loader_extra_config=options))
         if direct:
             loader.load_weights(runner.get_model(), config)
         else:
@@ -34,6 +42,17 @@ def _reload(worker, path, options, direct):
         return None
     except Exception as error:  # the test compares the words
         return f"{type(error).__name__}: {error}"
+
+
+def _memory(worker):
+    """This worker's rank and resident memory: (rank, VmRSS, VmHWM) in bytes, from /proc/self/status."""
+    fields = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) * 1024
+    return getattr(worker, "rank", None), fields.get("VmRSS"), fields.get("VmHWM")
 
 
 def outputs_of(llm, spec):
@@ -75,9 +94,11 @@ def main(spec_path, out_path):
     started = time.monotonic()
     llm = LLM(**arguments)
     result = {"startup_seconds": time.monotonic() - started, "outputs": outputs_of(llm, spec), "reloads": []}
+    if spec.get("memory"):
+        result["memory"] = llm.collective_rpc(_memory)
     for reload in spec.get("reloads", []):
         errors = llm.collective_rpc(_reload, args=(reload["path"], reload.get("options") or {},
-                                                   bool(reload.get("direct"))))
+                                                   bool(reload.get("direct")), reload.get("load_format", "rootspan")))
         error = next((e for e in errors if e), None)
         entry = {"path": reload["path"], "options": reload.get("options") or {}}
         if error is not None:
