@@ -4,7 +4,7 @@
 SPEC: {"model", "load_format", "extra" (model_loader_extra_config), "runner" ("generate" or "pooling"),
 "prompts" (lists of token ids, for generate) or "sentences" (for pooling), "max_tokens", "logprobs",
 "tensor_parallel_size", "dtype", "revision", "in_process" (the engine core and its worker in this process),
-"memory" (each worker's resident memory after start-up), "reloads": [{"path", "options", "direct": true to
+"time_load" (with in_process: print the time of the model runner's get_model), "memory" (each worker's resident memory after start-up), "reloads": [{"path", "options", "direct": true to
 call the loader's load_weights instead of vLLM's in-place reload, "load_format": "safetensors" to reload
 through vLLM's default loader instead}]}.
 OUT: {"startup_seconds", "outputs" (tokens and logprobs, or embeddings), "memory": [[rank, VmRSS, VmHWM]],
@@ -91,6 +91,18 @@ def main(spec_path, out_path):
     else:
         arguments["skip_tokenizer_init"] = True
         arguments["max_num_seqs"] = 4
+    if spec.get("time_load") and spec.get("in_process"):
+        # The bench: the time of the model runner's get_model (the model built, its weights loaded and
+        # processed) for every loader alike; vLLM's CPU runner does not log it. In this process only.
+        import vllm.v1.worker.cpu_model_runner as cpu_runner
+        get_model = cpu_runner.get_model
+
+        def timed_get_model(*args, **kwargs):
+            begin = time.perf_counter()
+            model = get_model(*args, **kwargs)
+            print(f"get_model took {time.perf_counter() - begin:.3f} seconds", flush=True)
+            return model
+        cpu_runner.get_model = timed_get_model
     started = time.monotonic()
     llm = LLM(**arguments)
     result = {"startup_seconds": time.monotonic() - started, "outputs": outputs_of(llm, spec), "reloads": []}
