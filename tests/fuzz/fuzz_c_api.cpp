@@ -135,6 +135,18 @@ void generate_checkpoints() {
   add("wrong-size.safetensors",
       safetensors(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", bytes_of(8, 6)));
   add("empty.safetensors", "");
+  // Nothing to load: no tensors, only metadata, only empty tensors.
+  add("no-tensors.safetensors", safetensors("{}", ""));
+  add("metadata-only.safetensors", safetensors(R"({"__metadata__":{"format":"pt"}})", ""));
+  add("empty-tensors.safetensors", safetensors(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},)"
+                                               R"("b":{"dtype":"BF16","shape":[2,0],"data_offsets":[0,0]}})",
+                                               ""));
+  // A digest manifest that names one.safetensors with a wrong digest, and
+  // one that is not a manifest.
+  write_file(g_dir / "wrong.digests.json",
+             R"({"format_version":1,"algorithm":"sha256","files":{"one.safetensors":{"bytes":104,"sha256":")" +
+                 std::string(64, '0') + R"("}}})");
+  write_file(g_dir / "broken.digests.json", "{");
   // No file at all, and a folder without an index.
   g_paths.push_back((g_dir / "missing.safetensors").string());
   std::filesystem::create_directory(g_dir / "folder");
@@ -143,7 +155,7 @@ void generate_checkpoints() {
 
 // ---- checked calls -------------------------------------------------------------
 
-bool valid_status(rootspan_status status) { return status >= ROOTSPAN_OK && status <= ROOTSPAN_ERR_CANCELLED; }
+bool valid_status(rootspan_status status) { return status >= ROOTSPAN_OK && status <= ROOTSPAN_ERR_DIGEST_MISMATCH; }
 
 // An error slot the input may or may not pass.
 struct ErrorSlot {
@@ -1089,6 +1101,37 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
   }
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0) o.revision = "main";
   o.source_digests = in.ConsumeBool() ? 1 : 0;
+  o.populate = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? 1 : 0;
+  o.copy_on_write = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? 1 : 0;
+  o.check_digests = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? 1 : 0;
+  const std::string wrong_digests = (g_dir / "wrong.digests.json").string();
+  const std::string broken_digests = (g_dir / "broken.digests.json").string();
+  switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+    case 0:
+      o.digests_path = wrong_digests.c_str();
+      break;
+    case 1:
+      o.digests_path = broken_digests.c_str();
+      break;
+    default:
+      break;
+  }
+  // A progress callback that goes on or cancels at once, and checks what it
+  // is handed (never a NULL component, even with none to name).
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0:
+      o.progress = [](void *, const rootspan_load_progress *p) {
+        CHECK(p != nullptr && p->component != nullptr && p->bytes_done <= p->bytes_total, "load progress",
+              "a NULL component or more done than the total");
+        return 0;
+      };
+      break;
+    case 1:
+      o.progress = [](void *, const rootspan_load_progress *) { return 1; };
+      break;
+    default:
+      break;
+  }
   rootspan_split_rule rules[2]{};
   for (rootspan_split_rule &rule : rules) {
     rule.struct_size = choose_size(in, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, sizeof rule);
