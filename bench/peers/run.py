@@ -382,6 +382,12 @@ def environment(args):
     env["ROOTSPAN_LIBRARY"] = os.path.join(args.build, "librootspan.so")
     env["LD_LIBRARY_PATH"] = args.build + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env.setdefault("OMP_NUM_THREADS", "1")
+    # Compiled once, as an installed package is: a fresh process must not pay for compiling rootspan's
+    # sources when the peers' own are installed compiled (PYTHONDONTWRITEBYTECODE would make it pay every time).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for folder in [os.path.join(ROOT, "bindings", "python", "rootspan")] + ([args.before] if args.before else []):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", folder], env=env, check=False,
+                       stdout=subprocess.DEVNULL)
     return env
 
 
@@ -510,6 +516,8 @@ def run(args):
     loads = {k: v for k, v in ckpts.items() if k in ("llama", "moe", "many")}
     modes = ["warm"] + ([] if args.no_cold else ["cold"])
     how = cold_method() if "cold" in modes else None
+    first = first_tensor(args, env, ckpts["small"], probes)
+    partial = None if args.smoke else os.path.join(args.work, "partial.md")
     results = {}  # (mode, ckpt, path) -> [measurement]
     errors = {}
     for mode in modes:
@@ -534,7 +542,9 @@ def run(args):
                     results.setdefault((mode, cname, p), []).append(m)
                     print(f"  round {rnd + 1} {mode:4} {cname:5} {p:24} {m['load_s'] + m['touch_s']:8.3f} s",
                           flush=True)
-    first = first_tensor(args, env, ckpts["small"], probes)
+            if partial:  # what is measured so far, should the run be stopped before its end
+                with open(partial, "w") as f:
+                    f.write(render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes))
     report = render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes)
     print(report)
     out = args.out or (None if args.smoke else os.path.join(
