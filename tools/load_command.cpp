@@ -172,10 +172,14 @@ void print_text(const nlohmann::json &document, const std::vector<LoadedRow> &co
     const nlohmann::json &digests = document["digests"];
     std::uint64_t bytes = 0;
     for (const auto &d : digests["verified"]) bytes += d["bytes"].get<std::uint64_t>();
-    const std::string kind = !digests["verified"].empty() ? digests["verified"][0]["kind"].get<std::string>() : "file";
+    // Counted by kind: a per-tensor manifest checks components, and an index file beside them.
+    std::map<std::string, std::size_t> kinds;
+    for (const auto &d : digests["verified"]) ++kinds[d["kind"].get<std::string>()];
+    std::string what;
+    for (const auto &[kind, n] : kinds) what += (what.empty() ? "" : " and ") + counted(n, kind);
+    if (what.empty()) what = counted(0, "file");
     print_wrapped(
-        "digests: " + counted(digests["verified"].size(), kind) + " (" + byte_size(bytes) +
-            ") match their published SHA-256" +
+        "digests: " + what + " (" + byte_size(bytes) + ") match their published SHA-256" +
             (digests["verified"].empty() ? ""
                                          : " (from the " + digests["verified"][0]["source"].get<std::string>() + ")"),
         width);

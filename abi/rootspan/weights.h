@@ -231,9 +231,11 @@ ROOTSPAN_API rootspan_status rootspan_weights_read_report(const rootspan_weights
                                                           rootspan_error **error);
 
 /* A digest manifest of a checkpoint (`rootspan hash`,
- * config/schemas/digests.schema.json), as one JSON document: the SHA-256 and
- * size of every file, and with per_component non-zero the SHA-256 of every
- * component's bytes as each rank reads them (options' schema_path, tensors,
+ * config/schemas/digests.schema.json, format_version 2), as one JSON
+ * document: the SHA-256 and size of every file and the SHA-256 of each
+ * shard's header (header_sha256), and with per_component non-zero the
+ * SHA-256, dtype and shape of every component as each rank reads it
+ * (options' schema_path, tensors,
  * revision, world_size, split_rules and split_convention; world_size 0: one
  * rank, each component whole; options->rank is ignored: every rank is
  * hashed). Files are hashed in parallel, one core each. options may be NULL.
