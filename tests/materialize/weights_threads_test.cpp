@@ -30,9 +30,12 @@ void call_everything(rootspan_weights *weights, std::atomic<int> &unclean, std::
     if (!kClean.contains(status)) ++unclean;
     if (status == ROOTSPAN_ERR_INVALID_ARGUMENT) ++gone;
   };
-  auto seen_error = [&](rootspan_status status, rootspan_error *error) {
+  // `error` by reference: read after the call that fills it (the order in
+  // which arguments are evaluated is unspecified).
+  auto seen_error = [&](rootspan_status status, rootspan_error *&error) {
     seen(status);
     rootspan_error_free(error);
+    error = nullptr;
   };
   std::size_t count = 0;
   seen(rootspan_weights_component_count(weights, &count));
