@@ -22,9 +22,9 @@
 #
 # usage: install_test.sh SOURCE_ROOT [MESON]
 # It configures and compiles the project once more (-Dtests=disabled, no
-# optimization, one job; the device plugins as this machine allows, since
-# listing what was built is what is tested), so it takes minutes; meson runs
-# it in suite 'install'.
+# optimization, on every core: meson runs it alone; the device plugins as
+# this machine allows, since listing what was built is what is tested), so it
+# takes minutes; meson runs it in suite 'install'.
 set -eu
 
 source_root=${1:?usage: install_test.sh SOURCE_ROOT [MESON]}
@@ -42,7 +42,7 @@ prefix=$work/prefix
 "$meson" setup "$work/build" "$source_root" --prefix="$prefix" --buildtype=plain \
   -Dtests=disabled -Dbench=disabled -Dfuzz=disabled >"$work/setup.log" 2>&1 ||
   { cat "$work/setup.log"; exit 1; }
-"$meson" compile -C "$work/build" -j 1 >"$work/compile.log" 2>&1 || { tail -n 50 "$work/compile.log"; exit 1; }
+"$meson" compile -C "$work/build" >"$work/compile.log" 2>&1 || { tail -n 50 "$work/compile.log"; exit 1; }
 "$meson" install -C "$work/build" --no-rebuild >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 
 library=$(find "$prefix" -name 'librootspan.so.0' | head -n 1)
