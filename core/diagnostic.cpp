@@ -69,7 +69,8 @@ const char *status_name(rootspan_status status) {
                                            "InvalidSchema",
                                            "InvalidPayload",
                                            "Cancelled",
-                                           "DigestMismatch"};
+                                           "DigestMismatch",
+                                           "SignatureInvalid"};
   if (status < 0 || static_cast<std::size_t>(status) >= std::size(kNames)) return "Unknown";
   return kNames[status];
 }

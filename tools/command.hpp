@@ -93,6 +93,22 @@ void add_checkpoint_options(CLI::App &app, CheckpointArgs &checkpoint);
 // pointers live as long as `checkpoint`.
 void apply_checkpoint_args(CheckpointArgs &checkpoint, rootspan_load_options &options);
 
+// --signature FILE, --public-key PEM, --certificate-chain PEM (repeatable)
+// and --ignore-unsigned-files: a load checked against a model signature
+// (signature_options.cpp).
+struct SignatureArgs {
+  std::string signature;
+  std::string public_key;
+  std::vector<std::string> certificate_chain;
+  bool ignore_unsigned_files = false;
+};
+void add_signature_options(CLI::App &app, SignatureArgs &signature);
+// What is wrong with them (a signature without a key or certificates), or "".
+std::string check_signature_args(const SignatureArgs &signature);
+// Points options at the signature; `chain` keeps the C strings for the call.
+void apply_signature_args(const SignatureArgs &signature, std::vector<const char *> &chain,
+                          rootspan_load_options &options);
+
 // --rank R, --world W and --split PATTERN=DIM (repeatable), shared by
 // `plan` and `load` (slice_options.cpp).
 struct SliceArgs {
@@ -118,5 +134,6 @@ Runner add_inspect_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_load_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_plan_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_hash_command(CLI::App &rootspan, CommonOptions &common);
+Runner add_sign_command(CLI::App &rootspan, CommonOptions &common);
 
 }  // namespace rootspan::cli

@@ -31,6 +31,7 @@ struct LoadArgs {
   bool verify = false;
   bool check_digests = false;  // --check-digests, or --digests FILE
   std::string digests_path;
+  SignatureArgs signature;  // --signature FILE with --public-key or --certificate-chain
   SliceArgs slice;  // --rank, --world, --split: one rank's slice
 };
 
@@ -214,6 +215,9 @@ void print_text(const nlohmann::json &document, const std::vector<LoadedRow> &co
 
 int run_load(LoadArgs &load, const CommonOptions &options) {
   if (std::string problem = check_slice_args(load.slice); !problem.empty()) return print_usage_error(options, problem);
+  if (std::string problem = check_signature_args(load.signature); !problem.empty()) {
+    return print_usage_error(options, problem);
+  }
 
   ContextPtr context;
   ErrorPtr error;
@@ -245,6 +249,9 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
   apply_slice_args(load.slice, split_rules, opts);
   opts.check_digests = load.check_digests || !load.digests_path.empty() ? 1 : 0;
   opts.digests_path = load.digests_path.empty() ? nullptr : load.digests_path.c_str();
+  std::vector<const char *> chain;
+  apply_signature_args(load.signature, chain, opts);
+  const bool verified = opts.check_digests != 0 || opts.signature_path != nullptr;
 
   if (load.slice.world_size && *load.slice.world_size == 0) {
     // The library reads world size 0 as "no slicing"; asked for on the
@@ -376,7 +383,7 @@ int run_load(LoadArgs &load, const CommonOptions &options) {
         {"verify_seconds", verify_seconds ? nlohmann::json(*verify_seconds) : nlohmann::json(nullptr)}}},
       {"gb_per_s", copied != 0 && place_seconds > 0 ? nlohmann::json(static_cast<double>(copied) / place_seconds / 1e9)
                                                     : nlohmann::json(nullptr)}};
-  if (opts.check_digests != 0) {
+  if (verified) {
     char *digests = nullptr;
     rootspan_error *digests_error = nullptr;
     if (rootspan_weights_digests(weights.get(), &digests, &digests_error) != ROOTSPAN_OK) {
@@ -461,6 +468,7 @@ Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
                   "a digest manifest written by `rootspan hash` to check against (implies --check-digests)")
       ->type_name("FILE")
       ->check(non_empty("a file"));
+  add_signature_options(*app, args->signature);
   add_slice_options(*app, args->slice);
   add_common_options(*app, common);
   return [args, &common] { return run_load(*args, common); };

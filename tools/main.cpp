@@ -150,6 +150,7 @@ int main(int argc, char **argv) {
   add(add_load_command(rootspan, common));
   add(add_plan_command(rootspan, common));
   add(add_hash_command(rootspan, common));
+  add(add_sign_command(rootspan, common));
   std::string help_topic;
   CLI::App *help = rootspan.add_subcommand("help", "this help, or a command's: rootspan help COMMAND");
   help->add_option("COMMAND", help_topic, "the command to describe");

@@ -76,7 +76,9 @@ enum {
   ROOTSPAN_ERR_INVALID_SCHEMA = 28,     /* a component schema broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_INVALID_PAYLOAD = 29,    /* a payload or segment broke a rule of docs/weight-schema.md */
   ROOTSPAN_ERR_CANCELLED = 30,          /* the caller's progress callback asked to stop */
-  ROOTSPAN_ERR_DIGEST_MISMATCH = 31     /* a file's or tensor's bytes are not the published ones (SHA-256) */
+  ROOTSPAN_ERR_DIGEST_MISMATCH = 31,    /* a file's or tensor's bytes are not the published ones (SHA-256) */
+  ROOTSPAN_ERR_SIGNATURE_INVALID = 32   /* a model signature is malformed, is not signed by the key or chain given,
+                                           or does not list the model's files */
 };
 
 /* Element types. The numbering is rootspan's own and pinned. NONE is the

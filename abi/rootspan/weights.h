@@ -155,20 +155,40 @@ typedef struct rootspan_load_options {
    * rootspan_weights_component_sha256 (provider memory) without opening the
    * checkpoint a second time (`rootspan load --verify`). */
   int32_t source_digests;
+  /* Fields below were added in 0.7.0. */
+  /* Signed models (docs/signed-models.md): an OpenSSF model signature (OMS
+   * v1.0: a Sigstore bundle, as `model_signing sign` and `rootspan sign`
+   * write it) over every file of the checkpoint's folder. Its signature is
+   * checked with public_key_path or certificate_chain_paths, and its list
+   * of files matched with the folder, before anything is read; then every
+   * signed file (or shard) is hashed while the load reads, where its bytes
+   * landed, the files it does not load beside it, as check_digests does.
+   * A signature that does not verify, or a file missing or not signed,
+   * fails with ROOTSPAN_ERR_SIGNATURE_INVALID, a file that differs with
+   * ROOTSPAN_ERR_DIGEST_MISMATCH, a keyless Sigstore signature with
+   * ROOTSPAN_ERR_UNSUPPORTED; every root released, before any weight
+   * reaches the caller. All borrowed for the call; NULL: no signature. */
+  const char *signature_path;
+  const char *public_key_path;                 /* PEM (ECDSA P-256, P-384 or P-521); for a key-signed bundle */
+  const char *const *certificate_chain_paths; /* PEM files of the certificates to trust; for a bundle signed
+                                                 with a certificate; certificate_chain_count of them */
+  size_t certificate_chain_count;
+  int32_t ignore_unsigned_files; /* non-zero: files of the folder the signature does not name are not refused */
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD source_digests
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD ignore_unsigned_files
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 /* Published sizes (the end of each version's last field, oldest first): 0.1.0 up to progress_context; 0.2.0
  * up to revision (the subset), split_rule_count (tensor-parallel; a caller may know either group) and
- * staging_buffer_count; 0.3.0 copy_on_write; 0.4.0 digests_path; 0.5.0 populate; 0.6.0 source_digests. */
+ * staging_buffer_count; 0.3.0 copy_on_write; 0.4.0 digests_path; 0.5.0 populate; 0.6.0 source_digests;
+ * 0.7.0 ignore_unsigned_files. */
 #define ROOTSPAN_LOAD_OPTIONS_PUBLISHED_SIZES                                                                         \
   ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context), ROOTSPAN_STRUCT_END(rootspan_load_options, revision), \
       ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),                                                   \
       ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),                                               \
       ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),                                                      \
       ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path), ROOTSPAN_STRUCT_END(rootspan_load_options, populate), \
-      ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
+      ROOTSPAN_STRUCT_END(rootspan_load_options, source_digests), ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
 
 /* The components a load made. Owns their roots until rootspan_weights_free.
  * Threads: any call may run on one thread while another releases a component
@@ -242,6 +262,49 @@ ROOTSPAN_API rootspan_status rootspan_weights_read_report(const rootspan_weights
  * *json is freed with rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_options *options,
                                                       int32_t per_component, char **json, rootspan_error **error);
+
+/* How rootspan_model_sign signs a model folder (`rootspan sign`,
+ * docs/signed-models.md). Every pointer is borrowed for the call. */
+typedef struct rootspan_sign_options {
+  size_t struct_size;
+  const char *private_key_path; /* PEM, ECDSA on P-256, P-384 or P-521, unencrypted; required */
+  /* NULL: the bundle names the key by its hint, for a verifier holding the
+   * public key. Set: the key's X.509 certificate (PEM), put in the bundle
+   * first, then the certificate_chain_count certificates of
+   * certificate_chain_paths (PEM files) above it, for a verifier trusting
+   * the chain's root. */
+  const char *certificate_path;
+  const char *const *certificate_chain_paths;
+  size_t certificate_chain_count;
+  int32_t shards;                           /* non-zero: a digest per shard_size bytes of each file ("shards");
+                                               0: one per file ("files") */
+  uint64_t shard_size;                      /* with shards; 0: 1,000,000,000, the reference signer's */
+  int32_t allow_symlinks;                   /* non-zero: links in the folder are followed and signed as the files
+                                               they lead to (a Hugging Face cache snapshot); 0: a link is refused */
+  const char *const *ignore_paths;          /* ignore_path_count paths relative to the folder, left out with
+                                               everything beneath them, beside .git, .gitattributes, .github and
+                                               .gitignore, which are always left out */
+  size_t ignore_path_count;
+  const char *signature_path;               /* where the caller will write the bundle: left out of the files when
+                                               it lies in the folder; may be NULL */
+  const char *revision;                     /* for a Hugging Face cache repository folder: the snapshot to sign;
+                                               NULL: the one refs/main names */
+} rootspan_sign_options;
+#define ROOTSPAN_SIGN_OPTIONS_LAST_FIELD revision
+#define ROOTSPAN_SIGN_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_sign_options, ROOTSPAN_SIGN_OPTIONS_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_sign_options, ROOTSPAN_SIGN_OPTIONS_STRUCT_SIZE);
+#define ROOTSPAN_SIGN_OPTIONS_PUBLISHED_SIZES ROOTSPAN_SIGN_OPTIONS_STRUCT_SIZE
+
+/* Signs the model folder `path` (or a Hugging Face cache repository's
+ * snapshot): every file in it, at any depth, but the ignored ones, is hashed
+ * (SHA-256, in parallel) and listed in an in-toto statement (OMS v1.0), which
+ * is signed (DSSE, ECDSA) into a Sigstore bundle that `model_signing verify`
+ * accepts, returned in *json (freed with rootspan_string_free). Errors:
+ * ROOTSPAN_ERR_INVALID_ARGUMENT (NULLs, not a folder, a key or certificate
+ * that is not one, a certificate of another key), ROOTSPAN_ERR_SIGNATURE_INVALID
+ * (a link without allow_symlinks), ROOTSPAN_ERR_IO. */
+ROOTSPAN_API rootspan_status rootspan_model_sign(const char *path, const rootspan_sign_options *options, char **json,
+                                                 rootspan_error **error);
 
 /* What a component is for in its schema. The numbering is pinned. */
 typedef int32_t rootspan_component_role;

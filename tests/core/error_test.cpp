@@ -43,12 +43,13 @@ TEST(StatusNames, EveryCodeHasItsName) {
                          "InvalidSchema",
                          "InvalidPayload",
                          "Cancelled",
-                         "DigestMismatch"};
-  static_assert(ROOTSPAN_ERR_DIGEST_MISMATCH == 31);
-  for (rootspan_status s = 0; s <= ROOTSPAN_ERR_DIGEST_MISMATCH; ++s) {
+                         "DigestMismatch",
+                         "SignatureInvalid"};
+  static_assert(ROOTSPAN_ERR_SIGNATURE_INVALID == 32);
+  for (rootspan_status s = 0; s <= ROOTSPAN_ERR_SIGNATURE_INVALID; ++s) {
     EXPECT_STREQ(rootspan_status_name(s), names[s]) << s;
   }
-  EXPECT_STREQ(rootspan_status_name(32), "Unknown");
+  EXPECT_STREQ(rootspan_status_name(33), "Unknown");
   EXPECT_STREQ(rootspan_status_name(-1), "Unknown");
   // The pinned numbers of docs/concepts.md codes.
   EXPECT_EQ(ROOTSPAN_ERR_RANGE_OVERFLOW, 2);

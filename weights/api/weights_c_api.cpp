@@ -25,6 +25,7 @@
 // The versioned structs of weights.h, for check_struct/read_struct/write_struct.
 namespace rootspan {
 ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_sign_options, SIGN_OPTIONS);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS);
 }  // namespace rootspan
@@ -199,25 +200,6 @@ std::optional<std::string> optional_string(const char *text) {
   return text == nullptr ? std::nullopt : std::optional<std::string>(text);
 }
 
-// options.tensors as strings; a NULL array with a count, or a NULL entry, is
-// the caller's mistake.
-Result<std::vector<std::string>> tensor_patterns(const rootspan_load_options &o, const char *operation) {
-  if (o.tensor_count != 0 && o.tensors == nullptr) {
-    return rootspan::make_error(
-        ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
-        "options.tensors is NULL, but options.tensor_count is " + std::to_string(o.tensor_count));
-  }
-  std::vector<std::string> patterns;
-  for (std::size_t i = 0; i < o.tensor_count; ++i) {
-    if (o.tensors[i] == nullptr) {
-      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
-                                  "options.tensors[" + std::to_string(i) + "] is NULL");
-    }
-    patterns.emplace_back(o.tensors[i]);
-  }
-  return patterns;
-}
-
 // The slicing of options (rank, world size, split rules); NULL rules with a
 // count, a NULL rule pattern or a short rule struct_size is the caller's
 // mistake.
@@ -278,6 +260,53 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o, const char
   return spec;
 }
 
+// `count` C strings of `array` (options.`field`, counted by options.`count_field`):
+// a NULL array with a count, or a NULL entry, is the caller's mistake.
+Result<std::vector<std::string>> string_array(const char *const *array, std::size_t count, const char *field,
+                                              const char *count_field, const char *operation) {
+  if (count != 0 && array == nullptr) {
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+                                std::string("options.") + field + " is NULL, but options." + count_field + " is " +
+                                    std::to_string(count));
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (array[i] == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+                                  std::string("options.") + field + "[" + std::to_string(i) + "] is NULL");
+    }
+    out.emplace_back(array[i]);
+  }
+  return out;
+}
+
+// The signature options, checked for form: a key or a chain goes with a
+// signature, and a chain's paths are not NULL.
+Result<std::optional<weights::SignatureRequest>> signature_request(const rootspan_load_options &o,
+                                                                   const char *operation) {
+  const bool keys = o.public_key_path != nullptr || o.certificate_chain_count != 0;
+  if (o.signature_path == nullptr) {
+    if (!keys && o.ignore_unsigned_files == 0) return std::nullopt;
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+                                "options.public_key_path, certificate_chain_paths and ignore_unsigned_files check a "
+                                "signature: options.signature_path is NULL");
+  }
+  if (!keys) {
+    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+                                "options.signature_path needs a public key (public_key_path) or certificates to "
+                                "trust (certificate_chain_paths) to be checked with");
+  }
+  auto chain = string_array(o.certificate_chain_paths, o.certificate_chain_count, "certificate_chain_paths",
+                            "certificate_chain_count", operation);
+  if (!chain) return chain.error();
+  weights::SignatureRequest request;
+  request.bundle = o.signature_path;
+  if (o.public_key_path != nullptr) request.public_key = o.public_key_path;
+  request.certificate_chain.assign(chain.value().begin(), chain.value().end());
+  request.ignore_unsigned_files = o.ignore_unsigned_files != 0;
+  return std::optional<weights::SignatureRequest>(std::move(request));
+}
+
 // A C request decoded once: the patterns and the slicing are checked before
 // any file is opened. Decoding errors are named after `operation`, the call
 // the caller made.
@@ -286,7 +315,7 @@ Result<weights::LoadRequest> request_of(const char *path, const rootspan_load_op
   request.path = path;
   request.revision = optional_string(o.revision);
   if (o.schema_path != nullptr) request.schema = o.schema_path;
-  auto patterns = tensor_patterns(o, operation);
+  auto patterns = string_array(o.tensors, o.tensor_count, "tensors", "tensor_count", operation);
   if (!patterns) return patterns.error();
   request.patterns = std::move(patterns).value();
   if (o.world_size != 0) {
@@ -296,6 +325,9 @@ Result<weights::LoadRequest> request_of(const char *path, const rootspan_load_op
   }
   request.check_digests = o.check_digests != 0;
   if (o.digests_path != nullptr) request.digests_manifest = o.digests_path;
+  auto signature = signature_request(o, operation);
+  if (!signature) return signature.error();
+  request.signature = std::move(signature).value();
   return request;
 }
 
@@ -724,6 +756,39 @@ rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_o
                                              per_component != 0, spec ? &*spec : nullptr);
     if (!manifest) return manifest.error();
     *json = c_string(weights::digest_manifest_json(manifest.value()));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
+rootspan_status rootspan_model_sign(const char *path, const rootspan_sign_options *options, char **json,
+                                    rootspan_error **error) {
+  if (path == nullptr || json == nullptr) return invalid(error, "sign_model", "path or json is NULL");
+  if (rootspan_status s = check_struct(error, options, "sign_model", "options"); s != ROOTSPAN_OK) return s;
+  *json = nullptr;
+  return guarded(error, "sign_model", [&]() -> Result<void> {
+    const rootspan_sign_options o = read_struct(options);
+    if (o.private_key_path == nullptr) {
+      return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, "sign_model", "options.private_key_path is NULL");
+    }
+    weights::SignRequest request;
+    request.private_key = o.private_key_path;
+    if (o.certificate_path != nullptr) request.certificate = o.certificate_path;
+    auto chain = string_array(o.certificate_chain_paths, o.certificate_chain_count, "certificate_chain_paths",
+                              "certificate_chain_count", "sign_model");
+    if (!chain) return chain.error();
+    request.certificate_chain.assign(chain.value().begin(), chain.value().end());
+    auto ignored = string_array(o.ignore_paths, o.ignore_path_count, "ignore_paths", "ignore_path_count", "sign_model");
+    if (!ignored) return ignored.error();
+    request.ignore_paths = std::move(ignored).value();
+    request.method = o.shards != 0 ? weights::SigningMethod::kShards : weights::SigningMethod::kFiles;
+    request.shard_size = o.shard_size == 0 ? weights::kDefaultShardSize : o.shard_size;
+    request.allow_symlinks = o.allow_symlinks != 0;
+    if (o.signature_path != nullptr) request.signature = o.signature_path;
+    auto folder = weights::model_folder(path, optional_string(o.revision));
+    if (!folder) return folder.error();
+    auto bundle = weights::sign_model(folder.value(), request);
+    if (!bundle) return bundle.error();
+    *json = c_string(bundle.value());
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

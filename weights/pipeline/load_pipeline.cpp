@@ -17,18 +17,34 @@ Result<ComponentSchema> schema_for(const Checkpoint &checkpoint, const LoadReque
   return default_schema(checkpoint);
 }
 
-// The digests a verified load checks (none when it asks for no check).
+bool checks_digests(const LoadRequest &request) {
+  return request.check_digests || request.digests_manifest.has_value() || request.signature.has_value();
+}
+
+// The digests a verified load checks (none when it asks for no check): the
+// signature's first, since its envelope is checked before anything else.
 Result<DigestPlan> digest_plan(const LoadRequest &request, const PreparedLoad &prepared,
                                std::span<const ComponentPayload> payloads) {
-  if (!request.check_digests && !request.digests_manifest) return DigestPlan{};
+  DigestPlan plan;
+  if (request.signature) {
+    auto jobs = plan_signature(prepared.checkpoint, *request.signature);
+    if (!jobs) return jobs.error();
+    plan.jobs = std::move(jobs).value();
+  }
+  if (!request.check_digests && !request.digests_manifest) return plan;
   std::optional<DigestManifest> manifest;
   if (request.digests_manifest) {
     auto read = read_digest_manifest(*request.digests_manifest);
     if (!read) return read.error();
     manifest = std::move(read).value();
   }
-  return plan_digests(prepared.checkpoint, payloads, request.spec ? &*request.spec : nullptr,
-                      manifest ? &*manifest : nullptr);
+  auto published = plan_digests(prepared.checkpoint, payloads, request.spec ? &*request.spec : nullptr,
+                                manifest ? &*manifest : nullptr);
+  if (!published) return published.error();
+  plan.jobs.insert(plan.jobs.end(), published.value().jobs.begin(), published.value().jobs.end());
+  plan.checked = std::move(published.value().checked);
+  plan.unverifiable = std::move(published.value().unverifiable);
+  return plan;
 }
 
 }  // namespace
@@ -96,8 +112,7 @@ Result<FinishedLoad> run_load(Context &context, const LoadRequest &request, Load
   ResolvedSchema resolved{std::move(payloads).value(), std::move(prepared.value().resolved.skipped)};
   auto loaded = load_components(context, prepared.value().checkpoint, std::move(resolved), options);
   if (!loaded) return loaded.error();
-  FinishedLoad finished{std::move(loaded).value(), std::move(digests.value().unverifiable),
-                        request.check_digests || request.digests_manifest.has_value()};
+  FinishedLoad finished{std::move(loaded).value(), std::move(digests.value().unverifiable), checks_digests(request)};
   std::vector<LoadedComponent> &components = finished.result.components;
   for (std::size_t i = 0; i < components.size(); ++i) components[i].gguf_type = types.at(i);  // the payloads, in order
   std::vector<DigestOutcome> &checked = finished.result.digests;

@@ -6,7 +6,7 @@
 // work: checked_staging_shape in materialize.cpp); then
 //
 //   open -> schema -> select -> resolve -> plan        (prepare_load)
-//   -> the digests a verified load checks -> place      (run_load)
+//   -> the digests a verified load checks (and a signed model's) -> place  (run_load)
 //
 // with the provider chosen before any file is opened (after the request is
 // decoded, which opens nothing), so that a load on a provider or device that
@@ -27,6 +27,7 @@
 #include "weights/placement/materialize.hpp"
 #include "weights/schema/read_plan.hpp"
 #include "weights/schema/resolve.hpp"
+#include "weights/signing/signed_model.hpp"
 
 namespace rootspan::weights {
 
@@ -41,6 +42,9 @@ struct LoadRequest {
   // manifest or, without one, from a Hugging Face cache's blob names.
   bool check_digests = false;
   std::optional<std::filesystem::path> digests_manifest;  // implies check_digests
+  // A signed model (signed_model.hpp): the signature checked before any
+  // file is read, then each signed file hashed as check_digests does.
+  std::optional<SignatureRequest> signature;
 };
 
 // A request as far as the files' headers take it: nothing read but headers,
@@ -72,7 +76,7 @@ std::vector<std::int32_t> gguf_source_types(const Checkpoint &checkpoint, std::s
 struct FinishedLoad {
   LoadResult result;                       // result.digests: the index's first, then the jobs'
   std::vector<Unverifiable> unverifiable;  // files read that had no digest published
-  bool checked_digests = false;            // the request asked for a check
+  bool checked_digests = false;            // the request asked for a check (digests or a signature)
 };
 
 // The whole load. `options.provider` may be "auto" (provider_choice.hpp):

@@ -38,13 +38,14 @@ STATUS_NAMES = (
     "ReadOnly", "Conflict", "DTypeMismatch", "LengthMismatch", "Misaligned", "Unsupported", "InvalidRequest",
     "ProviderFailure", "NotFound", "OutOfMemory", "InvalidManifest", "PluginRejected", "AbiMismatch",
     "NoProvider", "Io", "InvalidCheckpoint", "InvalidSchema", "InvalidPayload", "Cancelled",
-    "DigestMismatch")
+    "DigestMismatch", "SignatureInvalid")
 OK = 0
 ERR_INVALID_ARGUMENT = 1
 ERR_BUSY = 11
 ERR_NOT_FOUND = 20
 ERR_CANCELLED = 30
 ERR_DIGEST_MISMATCH = 31
+ERR_SIGNATURE_INVALID = 32
 
 # ---- element types (types.h), indexed by value -----------------------------
 DTYPE_NAMES = ("NONE", "BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16", "F32", "F64",
