@@ -22,6 +22,8 @@ packages+=(valgrind)
 # The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3;
 # venv for tools/test-python-venv.sh (today's numpy and torch from PyPI, and pip install .).
 packages+=(python3-numpy python3-torch python3-venv)
+# The openssl program: test_signed_models.py makes its keys and certificates with it.
+packages+=(openssl)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done

@@ -6,7 +6,9 @@
 #   2. the package from the source tree over BUILD_DIR's library: every
 #      bindings/python/tests file, the parity tests against the reference
 #      safetensors among them (test_library, the install test, runs in the
-#      main pass only);
+#      main pass only), and test_signed_models' interoperability tests with
+#      the reference model_signing, which must not skip here
+#      (ROOTSPAN_REQUIRE_MODEL_SIGNING=1);
 #   3. `pip install .` into a second, fresh environment: the wheel's own
 #      library, plugins, manifest and `rootspan` command, with no
 #      environment variable set.
@@ -30,6 +32,7 @@ PYTHONPATH="$PWD/bindings/python:$PWD/bindings/python/tests" \
   ROOTSPAN_EXAMPLE_CHECKPOINT="$build/tools/example-checkpoint" \
   ROOTSPAN_BUILD_ROOT="$build" \
   ROOTSPAN_BUILD_MANIFEST="$build/config/providers-build.json" \
+  ROOTSPAN_REQUIRE_MODEL_SIGNING=1 \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
 
 echo "== pip install . into a fresh environment"

@@ -18,6 +18,7 @@ from ._library import LibraryNotFoundError
 from .context import Context, DeviceInfo, ProviderReport
 from .errors import *  # noqa: F401,F403 (Error and one subclass per status code)
 from .errors import ERROR_CLASSES, Error, Requested, Span, error_class
+from .inspect import sign
 from .root import Claim, Mapping, Root, RootInfo
 from .weights import Component, LoadProgress, Weights
 
@@ -36,4 +37,4 @@ def version():
 
 __all__ = ["__version__", "Context", "DeviceInfo", "ProviderReport", "Root", "RootInfo", "Claim", "Mapping", "Weights",
            "Component", "LoadProgress", "Error", "Span", "Requested", "LibraryNotFoundError", "dlpack",
-           "error_class", "library_path", "version"] + [cls.__name__ for cls in ERROR_CLASSES.values()]
+           "error_class", "library_path", "sign", "version"] + [cls.__name__ for cls in ERROR_CLASSES.values()]

@@ -152,7 +152,19 @@ class LoadOptions(Structure):
                 # appended in 0.5.0: read the mapped bytes in before the load returns
                 ("populate", c_int32),
                 # appended in 0.6.0: each component's source bytes hashed as they are read
-                ("source_digests", c_int32)]
+                ("source_digests", c_int32),
+                # appended in 0.7.0: a model signature checked before anything is read, its files hashed as read
+                ("signature_path", c_char_p), ("public_key_path", c_char_p),
+                ("certificate_chain_paths", POINTER(c_char_p)), ("certificate_chain_count", c_size_t),
+                ("ignore_unsigned_files", c_int32)]
+
+
+class SignOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("private_key_path", c_char_p), ("certificate_path", c_char_p),
+                ("certificate_chain_paths", POINTER(c_char_p)), ("certificate_chain_count", c_size_t),
+                ("shards", c_int32), ("shard_size", c_uint64), ("allow_symlinks", c_int32),
+                ("ignore_paths", POINTER(c_char_p)), ("ignore_path_count", c_size_t), ("signature_path", c_char_p),
+                ("revision", c_char_p)]
 
 
 class InspectOptions(Structure):
@@ -246,6 +258,7 @@ PROTOTYPES = {
     "rootspan_weights_read_report": (c_int32, [_P, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_hash": (c_int32, [c_char_p, POINTER(LoadOptions), c_int32, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, POINTER(LoadOptions), POINTER(c_void_p), _ERR]),
+    "rootspan_model_sign": (c_int32, [c_char_p, POINTER(SignOptions), POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_string_free": (None, [c_void_p]),

@@ -281,7 +281,8 @@ class Context:
     def load(self, path, schema=None, provider="auto", device=0, strategy="auto", progress=None, *, rank=0,
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
              read_only=False, split_convention="tensor_split", verify=False, digests=None, populate=False,
-             source_digests=False):
+             source_digests=False, signature=None, public_key=None, certificate_chain=None,
+             ignore_unsigned_files=False):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -321,6 +322,17 @@ class Context:
         hash each component's bytes in the files once everything is placed
         (component.source_sha256(), to compare with component.sha256()).
 
+        signature: an OpenSSF model signature (a Sigstore bundle, as
+        rootspan.sign or `model_signing sign` writes it) over the checkpoint's
+        folder, checked with public_key (a PEM file: ECDSA P-256, P-384 or
+        P-521) or certificate_chain (a PEM file or a list of them: the
+        certificates to trust) before anything is read; then every file it
+        names is hashed while the load reads, the files it does not load
+        beside it. A bad signature, a file missing or one it does not name
+        is SignatureInvalidError (ignore_unsigned_files=True: files it does
+        not name are let be), a file that differs DigestMismatchError,
+        everything released before a weight reaches the caller.
+
         read_only: with strategy "mmap", False (the default) maps the files
         copy-on-write, so that zero-copy components are writable: a write
         changes this process's copy of the page it touches, never the file.
@@ -329,7 +341,7 @@ class Context:
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
                     revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests,
-                    populate, source_digests)
+                    populate, source_digests, signature, public_key, certificate_chain, ignore_unsigned_files)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

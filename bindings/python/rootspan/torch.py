@@ -28,7 +28,7 @@ __all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "load_
 
 
 def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False, verify=False,
-                 digests=None):
+                 digests=None, signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False):
     """(name, tensor) for each tensor of a checkpoint, in file order (shard by shard, by offset), the names
     the checkpoint's own: the shape vLLM's and SGLang's weight iterators consume.
 
@@ -39,13 +39,19 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     drops its host copy at once); what was never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
     blocks as uint8 of shape grid + (bytes_per_block,). verify: hash every file while it is read and raise
     DigestMismatchError before the first tensor unless each is the published one (a Hugging Face cache
-    names its blobs by their SHA-256); digests: a digest manifest to check against instead."""
+    names its blobs by their SHA-256); digests: a digest manifest to check against instead. signature,
+    public_key, certificate_chain, ignore_unsigned_files: a model signature to check, as Context.load's: a bad
+    signature or a file missing or unsigned raises SignatureInvalidError, a changed file DigestMismatchError,
+    before the first tensor."""
     import fnmatch
     from .inspect import inspect
     from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
-                                         revision=revision, read_only=read_only, verify=verify, digests=digests)
+                                         revision=revision, read_only=read_only, verify=verify, digests=digests,
+                                         signature=signature, public_key=public_key,
+                                         certificate_chain=certificate_chain,
+                                         ignore_unsigned_files=ignore_unsigned_files)
     try:
         components = weights._components
         if not weights._skipped and all(c.gguf_type is None and c.source_file is not None for c in components):
@@ -75,13 +81,14 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
 
 
 def load(path, device="cpu", tensors=None, revision=None, strategy=None, *, read_only=False, verify=False,
-         digests=None):
+         digests=None, signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False):
     """{name: tensor} of every tensor of a checkpoint (iter_tensors' arguments), in file order: for
     model.load_state_dict(state, assign=True), which keeps the loaded memory instead of copying it."""
     from ._memory import gc_paused
     with gc_paused():  # a tensor per name, thousands at once: see rootspan._memory.gc_paused
         return dict(iter_tensors(path, device, tensors, revision, strategy, read_only=read_only, verify=verify,
-                                 digests=digests))
+                                 digests=digests, signature=signature, public_key=public_key,
+                                 certificate_chain=certificate_chain, ignore_unsigned_files=ignore_unsigned_files))
 
 
 def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read"):

@@ -13,10 +13,14 @@ vLLM's `model_loader_extra_config` (`--model-loader-extra-config '{"strategy": "
     populate   true: with mmap, read the mapped bytes in before handing them out
     allow_missing  shell-style patterns of model parameters the checkpoint may leave unfilled (every
                parameter of an unquantized model must be filled otherwise; a quantized model gets vLLM's check)
+    signature  an OpenSSF model signature (a Sigstore bundle, `rootspan sign` or `model_signing sign`) over the
+               model folder: checked before anything is read, and every file it names hashed while the load reads
+    public_key the PEM public key a key-signed `signature` is checked with
+    certificate_chain  a PEM certificate file, or a list of them, to trust for a `signature` made with a
+               certificate (one of public_key and certificate_chain goes with signature)
+    ignore_unsigned_files  true: files of the folder the signature does not name are let be
 
-The signature options of signed models (`signature`, `public_key`, `certificate_chain`,
-`ignore_unsigned_files`) are accepted where this rootspan's Context.load takes them, and refused as not
-supported yet where it does not. An unknown option or a bad value fails engine start-up naming it.
+An unknown option or a bad value fails engine start-up naming it.
 
 Nothing here imports vLLM until vLLM calls `register()` (or `loader_class()` is asked for): `import rootspan`
 and `import rootspan.vllm` work without vLLM installed. Option checking (`parse_options`) and location
@@ -24,7 +28,6 @@ resolution (`resolve`) need neither vLLM nor torch.
 """
 import dataclasses
 import fnmatch
-import inspect as _pyinspect
 import os
 import time
 
@@ -41,14 +44,14 @@ OPTIONS = {
     "tensors": "a list of shell-style patterns (strings)",
     "populate": "a bool",
     "allow_missing": "a list of shell-style patterns of model parameter names (strings)",
-}
-# Reserved for signed models: Context.load parameters of these names are used when they exist.
-SIGNATURE_OPTIONS = {
-    "signature": "the path of a signature bundle (a string)",
+    "signature": "the path of a model signature bundle (a string)",
     "public_key": "the path of a PEM public key (a string)",
-    "certificate_chain": "a list of PEM certificate paths (strings)",
+    "certificate_chain": "the path of a PEM certificate file, or a list of them (strings)",
     "ignore_unsigned_files": "a bool",
 }
+# The options of signed models (Context.load's signature=, public_key=, certificate_chain=, ignore_unsigned_files=).
+SIGNATURE_OPTIONS = {key: OPTIONS[key] for key in ("signature", "public_key", "certificate_chain",
+                                                   "ignore_unsigned_files")}
 
 
 class OptionError(ValueError):
@@ -63,31 +66,25 @@ class Options:
     tensors: "tuple | None" = None
     populate: bool = False
     allow_missing: "tuple | None" = None
-    signature: dict = dataclasses.field(default_factory=dict)  # the signature options given, by name
+    signature: "str | None" = None
+    public_key: "str | None" = None
+    certificate_chain: "tuple | None" = None
+    ignore_unsigned_files: bool = False
 
     def load_arguments(self):
         """The keyword arguments of Context.load these options make."""
         arguments = dict(strategy=self.strategy, verify=self.verify or self.digests is not None,
                          digests=self.digests, tensors=list(self.tensors) if self.tensors is not None else None,
                          populate=self.populate)
-        arguments.update(self.signature)
+        if self.signature is not None:
+            arguments.update(signature=self.signature, public_key=self.public_key,
+                             certificate_chain=list(self.certificate_chain) if self.certificate_chain else None,
+                             ignore_unsigned_files=self.ignore_unsigned_files)
         return arguments
 
 
 def _valid_list():
-    supported = _supported_signature_options()
-    reserved = [k for k in SIGNATURE_OPTIONS if k not in supported]
-    text = ", ".join(list(OPTIONS) + supported)
-    if reserved:
-        text += " (reserved, not supported yet: " + ", ".join(reserved) + ")"
-    return text
-
-
-def _supported_signature_options():
-    """The signature options this rootspan's Context.load takes (none until signed models land)."""
-    from .context import Context
-    parameters = _pyinspect.signature(Context.load).parameters
-    return [k for k in SIGNATURE_OPTIONS if k in parameters]
+    return ", ".join(OPTIONS)
 
 
 def _bad(key, value, wanted):
@@ -104,60 +101,48 @@ def parse_options(extra_config):
         raise OptionError(f"rootspan load format: model_loader_extra_config must be a dict of options "
                           f"({_valid_list()}); got {type(extra_config).__name__}")
     values = {}
-    signature = {}
-    supported = None
     for key, value in extra_config.items():
-        if key in SIGNATURE_OPTIONS:
-            if supported is None:
-                supported = _supported_signature_options()
-            if key not in supported:
-                raise OptionError(f"rootspan load format: option {key!r} is not supported yet: this rootspan "
-                                  f"(version {_version()}) cannot verify model signatures; valid options: "
-                                  f"{_valid_list()}")
-            if key == "ignore_unsigned_files":
-                if not isinstance(value, bool):
-                    raise _bad(key, value, SIGNATURE_OPTIONS[key])
-            elif key == "certificate_chain":
-                if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v
-                                                                                for v in value):
-                    raise _bad(key, value, SIGNATURE_OPTIONS[key])
-                value = list(value)
-            elif not isinstance(value, str) or not value:
-                raise _bad(key, value, SIGNATURE_OPTIONS[key])
-            signature[key] = value
-            continue
         if key not in OPTIONS:
             raise OptionError(f"rootspan load format: unknown option {key!r} in model_loader_extra_config; "
                               f"valid options: {_valid_list()}")
         if key == "strategy":
             if value not in STRATEGIES:
                 raise _bad(key, value, OPTIONS[key])
-        elif key in ("verify", "populate"):
+        elif key in ("verify", "populate", "ignore_unsigned_files"):
             if not isinstance(value, bool):
                 raise _bad(key, value, OPTIONS[key])
-        elif key == "digests":
+        elif key in ("digests", "signature", "public_key"):
             if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
                 raise _bad(key, value, OPTIONS[key])
             value = os.fspath(value)
+        elif key == "certificate_chain":
+            if isinstance(value, (str, os.PathLike)):
+                value = [value]
+            if not isinstance(value, (list, tuple)) or not value \
+                    or not all(isinstance(p, (str, os.PathLike)) and os.fspath(p) for p in value):
+                raise _bad(key, extra_config[key], OPTIONS[key] + ", at least one, none empty")
+            value = tuple(os.fspath(p) for p in value)
         elif key in ("tensors", "allow_missing"):
             if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value \
                     or not all(isinstance(p, str) and p for p in value):
                 raise _bad(key, value, OPTIONS[key] + ", at least one, none empty")
             value = tuple(value)
         values[key] = value
-    options = Options(signature=signature, **values)
+    options = Options(**values)
+    if options.signature is None:
+        given = [key for key in ("public_key", "certificate_chain", "ignore_unsigned_files")
+                 if values.get(key) not in (None, False)]
+        if given:
+            raise OptionError(f"rootspan load format: model_loader_extra_config[{given[0]!r}] checks a model "
+                              f"signature, but 'signature' (the path of the signature bundle) is not given")
+    elif options.public_key is None and options.certificate_chain is None:
+        raise OptionError(f"rootspan load format: model_loader_extra_config['signature'] ({options.signature!r}) "
+                          f"needs the key it was signed with ('public_key': a PEM file) or the certificates to "
+                          f"trust ('certificate_chain': PEM files); got neither")
     if options.populate and options.strategy not in ("mmap", "auto"):
         raise OptionError(f"rootspan load format: model_loader_extra_config['populate'] applies to mapped "
                           f"loads (strategy 'mmap' or 'auto'); got strategy {options.strategy!r}")
     return options
-
-
-def _version():
-    try:
-        from . import __version__
-        return __version__
-    except Exception:  # the library could not be loaded: the load will say why
-        return "unknown"
 
 
 def _hub_cache(download_dir=None):

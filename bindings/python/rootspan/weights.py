@@ -487,6 +487,39 @@ def _patterns(tensors):
     return (ctypes.c_char_p * max(len(patterns), 1))(*patterns), len(patterns)
 
 
+def path_list(values, what):
+    """One path or a sequence of them as a C array of paths: (array, count); every entry checked."""
+    if isinstance(values, (str, bytes, os.PathLike)):
+        values = [values]
+    elif not isinstance(values, (list, tuple)):
+        raise TypeError(f"{what} must be a path or a list of paths (str or os.PathLike), got "
+                        f"{type(values).__name__} {values!r}")
+    if not values:
+        raise ValueError(f"{what} must name at least one path, got an empty {type(values).__name__}")
+    encoded = [_path(value, f"{what}[{i}]") for i, value in enumerate(values)]
+    return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
+
+
+def signature_options(signature, public_key, certificate_chain, ignore_unsigned_files):
+    """The signed-model options of a load, checked: (signature, public key, (chain array, count) or None) as
+    C paths. A key, a chain or ignore_unsigned_files needs a signature, and a signature one of key or chain."""
+    _check_bool(ignore_unsigned_files, "ignore_unsigned_files")
+    signature_c = None if signature is None else _path(signature, "signature")
+    public_key_c = None if public_key is None else _path(public_key, "public_key")
+    chain = None if certificate_chain is None else path_list(certificate_chain, "certificate_chain")
+    if signature_c is None:
+        given = [name for name, value in (("public_key", public_key_c is not None),
+                                          ("certificate_chain", chain is not None),
+                                          ("ignore_unsigned_files", ignore_unsigned_files)) if value]
+        if given:
+            raise ValueError(f"{' and '.join(given)} check a model signature: signature= (the bundle's path) is "
+                             f"missing")
+    elif public_key_c is None and chain is None:
+        raise ValueError(f"signature={os.fsdecode(signature_c)!r} needs the key it was signed with (public_key=, "
+                         f"a PEM file) or the certificates to trust (certificate_chain=, PEM files); got neither")
+    return signature_c, public_key_c, chain
+
+
 def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_size=0, split=None,
                        split_convention="tensor_split"):
     """Load options naming what to read (schema, tensors, revision, one rank's slice), every argument checked.
@@ -516,13 +549,16 @@ def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_s
 
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
-         split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False):
+         split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False,
+         signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False):
     path_c = _path(path, "path")
     _check_bool(read_only, "read_only")
     _check_bool(verify, "verify")
     _check_bool(populate, "populate")
     _check_bool(source_digests, "source_digests")
     digests_c = None if digests is None else _path(digests, "digests")
+    signature_c, public_key_c, chain = signature_options(signature, public_key, certificate_chain,
+                                                         ignore_unsigned_files)
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
     _check_int(device, "device", bits=32)
@@ -547,6 +583,13 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.digests_path = digests_c
     options.populate = 1 if populate else 0
     options.source_digests = 1 if source_digests else 0
+    options.signature_path = signature_c
+    options.public_key_path = public_key_c
+    if chain is not None:
+        options.certificate_chain_paths = ctypes.cast(chain[0], ctypes.POINTER(ctypes.c_char_p))
+        options.certificate_chain_count = chain[1]
+    options.ignore_unsigned_files = 1 if ignore_unsigned_files else 0
+    options._keep_signature = (signature_c, public_key_c, chain)  # ctypes holds only the addresses
     failure = []
     if progress is not None:
         trampoline = _progress_trampoline(progress, failure)

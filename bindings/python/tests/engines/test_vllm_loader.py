@@ -57,8 +57,25 @@ def test_import_rootspan_does_not_import_vllm():
     ({"digests": 3}, "model_loader_extra_config['digests'] must be the path of a digest manifest"),
     ({"populate": True, "strategy": "read"}, "['populate'] applies to mapped loads (strategy 'mmap' or 'auto'); "
                                              "got strategy 'read'"),
-    ({"signature": "model.sig"}, "option 'signature' is not supported yet"),
-    ({"public_key": "key.pem"}, "option 'public_key' is not supported yet"),
+    ({"signature": "model.sig"}, "model_loader_extra_config['signature'] ('model.sig') needs the key it was "
+                                 "signed with ('public_key': a PEM file) or the certificates to trust"),
+    ({"public_key": "key.pem"}, "model_loader_extra_config['public_key'] checks a model signature, but "
+                                "'signature' (the path of the signature bundle) is not given"),
+    ({"certificate_chain": ["ca.pem"]}, "model_loader_extra_config['certificate_chain'] checks a model signature"),
+    ({"ignore_unsigned_files": True}, "model_loader_extra_config['ignore_unsigned_files'] checks a model "
+                                      "signature"),
+    ({"signature": 7, "public_key": "key.pem"}, "model_loader_extra_config['signature'] must be the path of a "
+                                                "model signature bundle (a string); got 7 (int)"),
+    ({"signature": "model.sig", "public_key": ""}, "model_loader_extra_config['public_key'] must be the path of "
+                                                   "a PEM public key (a string); got '' (str)"),
+    ({"signature": "model.sig", "certificate_chain": []}, "model_loader_extra_config['certificate_chain'] must be "
+                                                          "the path of a PEM certificate file, or a list of them"),
+    ({"signature": "model.sig", "certificate_chain": ["ca.pem", 3]}, "got ['ca.pem', 3] (list)"),
+    ({"signature": "model.sig", "public_key": "key.pem", "ignore_unsigned_files": "yes"},
+     "model_loader_extra_config['ignore_unsigned_files'] must be a bool; got 'yes' (str)"),
+    ({"signatures": "model.sig"}, "unknown option 'signatures' in model_loader_extra_config; valid options: "
+                                  "strategy, verify, digests, tensors, populate, allow_missing, signature, "
+                                  "public_key, certificate_chain, ignore_unsigned_files"),
 ])
 def test_bad_options_are_refused_by_name(extra, words):
     from vllm.config.load import LoadConfig
@@ -72,6 +89,57 @@ def test_options_reach_the_load():
                                            "populate": True})
     assert options.load_arguments() == {"strategy": "mmap", "verify": True, "digests": "d.json",
                                         "tensors": ["model.*"], "populate": True}
+
+
+def test_signature_options_reach_the_load():
+    options = rootspan.vllm.parse_options({"signature": "m.sig", "public_key": "k.pem", "strategy": "read"})
+    assert options.load_arguments() == {"strategy": "read", "verify": False, "digests": None, "tensors": None,
+                                        "populate": False, "signature": "m.sig", "public_key": "k.pem",
+                                        "certificate_chain": None, "ignore_unsigned_files": False}
+    options = rootspan.vllm.parse_options({"signature": "m.sig", "certificate_chain": "ca.pem",
+                                           "ignore_unsigned_files": True})
+    arguments = options.load_arguments()
+    assert (arguments["certificate_chain"], arguments["ignore_unsigned_files"], arguments["public_key"]) == \
+        (["ca.pem"], True, None), arguments
+
+
+def _sign_copy(llama, tmp_path):
+    """A copy of the model, its P-256 key and public key, and its signature (beside the folder)."""
+    import shutil
+    import subprocess
+    model = str(tmp_path / "model")
+    shutil.copytree(llama, model)
+    key, public = str(tmp_path / "key.pem"), str(tmp_path / "public.pem")
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key], check=True)
+    subprocess.run(["openssl", "ec", "-in", key, "-pubout", "-out", public], check=True, capture_output=True)
+    signature = str(tmp_path / "model.sig")
+    with open(signature, "w") as f:
+        f.write(rootspan.sign(model, key))
+    return model, public, signature
+
+
+def test_a_signed_model_loads_and_a_changed_one_stops_start_up(llama, tmp_path):
+    from safetensors.torch import load_file
+    from vllm.config.load import LoadConfig
+    model, public, signature = _sign_copy(llama, tmp_path)
+    shards = sorted(name for name in os.listdir(model) if name.endswith(".safetensors"))
+    expected = {}
+    for name in shards:
+        expected.update(load_file(os.path.join(model, name)))
+    extra = {"signature": signature, "public_key": public}
+    loaded = KeepingModel(sorted(expected))
+    rootspan.vllm.loader_class()(LoadConfig(load_format="rootspan", model_loader_extra_config=extra)) \
+        .load_weights(loaded, config_of(model))
+    assert sorted(name for name, _ in loaded.kept) == sorted(expected)
+    with open(os.path.join(model, shards[-1]), "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 1]))
+    with pytest.raises(rootspan.DigestMismatchError) as error:
+        rootspan.vllm.loader_class()(LoadConfig(load_format="rootspan", model_loader_extra_config=extra)) \
+            .load_weights(KeepingModel(sorted(expected)), config_of(model))
+    assert shards[-1] in str(error.value), str(error.value)
 
 
 def test_locations(llama, tmp_path, monkeypatch):
