@@ -119,8 +119,11 @@ static_assert(offsetof(rootspan_load_options, split_convention) > offsetof(roots
 static_assert(offsetof(rootspan_load_options, digests_path) > offsetof(rootspan_load_options, check_digests));
 static_assert(offsetof(rootspan_load_options, populate) > offsetof(rootspan_load_options, digests_path));
 static_assert(offsetof(rootspan_load_options, source_digests) > offsetof(rootspan_load_options, populate));
+static_assert(offsetof(rootspan_load_options, signature_path) > offsetof(rootspan_load_options, source_digests));
+static_assert(offsetof(rootspan_load_options, ignore_unsigned_files) >
+              offsetof(rootspan_load_options, certificate_chain_count));
 static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
-              offsetof(rootspan_load_options, source_digests));
+              offsetof(rootspan_load_options, ignore_unsigned_files));
 static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
               offsetof(rootspan_inspect_options, revision));
 

@@ -77,6 +77,11 @@ class Members {
     const json &value = *found;
     const bool number = type == json::value_t::number_unsigned && (value.is_number_unsigned() || value.is_number_float());
     if (!number && value.type() != type) {
+      // A negative number asked for a count: "a number, not a number" would say nothing.
+      if (type == json::value_t::number_unsigned && value.is_number()) {
+        return invalid(subject_, where_ + "." + std::string(key) + " must be a whole number, at least 0, not " +
+                                     value.dump());
+      }
       return invalid(subject_, where_ + "." + std::string(key) + " must be " + type_name(type) + ", not " +
                                    type_name(value.type()));
     }
