@@ -199,7 +199,19 @@ Result<nlohmann::json> parse_strict_json(std::string_view text, rootspan_status 
     return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, std::move(operation), prefix + "out of memory parsing JSON");
   }
   if (!builder.violation().empty()) return make_error(code, std::move(operation), prefix + builder.violation());
-  return make_error(code, std::move(operation), prefix + "not valid JSON: " + builder.syntax_error());
+  // nlohmann quotes the token it stopped in, which can be a whole long string: keep its start.
+  std::string why = builder.syntax_error();
+  constexpr std::string_view kLastRead = "; last read: '";
+  constexpr std::size_t kShown = 40;
+  const std::size_t at = why.find(kLastRead);
+  const std::size_t from = at + kLastRead.size();
+  const std::size_t to = why.rfind('\'');
+  if (at != std::string::npos && to != std::string::npos && to > from + kShown) {
+    std::size_t cut = from + kShown;
+    while (cut > from && (static_cast<unsigned char>(why[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    why = why.substr(0, cut) + "..." + why.substr(to);
+  }
+  return make_error(code, std::move(operation), prefix + "not valid JSON: " + why);
 }
 
 }  // namespace rootspan

@@ -37,7 +37,7 @@ using testing::FailsWith;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-constexpr const char *kSubject = "signature \"model.sig\"";
+constexpr const char *kSubject = "model.sig";
 
 std::string sha256_of(const std::string &bytes) {
   unsigned char out[EVP_MAX_MD_SIZE];

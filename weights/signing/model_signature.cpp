@@ -275,13 +275,16 @@ Result<SignedResource> read_resource(const json &value, std::size_t index, const
 
 }  // namespace
 
+std::string signature_subject(const std::string &name) { return "signature " + quoted_text(name); }
+
 std::string SignedResource::name(SigningMethod method) const {
   if (method == SigningMethod::kFiles) return path;
   return path + ":" + std::to_string(start) + ":" + std::to_string(end);
 }
 
-Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std::string &subject) {
-  auto doc = parse_strict_json(text, ROOTSPAN_ERR_SIGNATURE_INVALID, kOperation, subject,
+Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std::string &name) {
+  const std::string subject = signature_subject(name);
+  auto doc = parse_strict_json(text, ROOTSPAN_ERR_SIGNATURE_INVALID, kOperation, name,
                                JsonLimits{1u << 16, 64, "a bundle's arrays and objects are short"});
   if (!doc) return doc.error();
   auto top = Members::of(doc.value(), "the bundle", subject,
@@ -379,9 +382,9 @@ Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std:
   return out;
 }
 
-Result<SignedStatement> parse_signed_statement(std::string_view payload, const std::string &subject) {
-  const std::string where = subject + " (its signed statement)";
-  auto doc = parse_strict_json(payload, ROOTSPAN_ERR_SIGNATURE_INVALID, kOperation, where,
+Result<SignedStatement> parse_signed_statement(std::string_view payload, const std::string &name) {
+  const std::string where = signature_subject(name) + " (its signed statement)";
+  auto doc = parse_strict_json(payload, ROOTSPAN_ERR_SIGNATURE_INVALID, kOperation, name + " (its signed statement)",
                                JsonLimits{1u << 24, 64, "a statement lists at most 16777216 resources"});
   if (!doc) return doc.error();
   auto top = Members::of(doc.value(), "the statement", where, {"_type", "subject", "predicateType", "predicate"});
@@ -402,9 +405,9 @@ Result<SignedStatement> parse_signed_statement(std::string_view payload, const s
   }
   auto model = Members::of(subjects.value()->front(), "subject[0]", where, {"name", "digest"});
   if (!model) return model.error();
-  auto name = model.value().string("name");
-  if (!name) return name.error();
-  out.model_name = name.value();
+  auto model_name = model.value().string("name");
+  if (!model_name) return model_name.error();
+  out.model_name = model_name.value();
   auto digest_value = model.value().get("digest", json::value_t::object);
   if (!digest_value) return digest_value.error();
   auto digest = Members::of(*digest_value.value(), "subject[0].digest", where, {"sha256"});

@@ -69,14 +69,18 @@ struct SignedStatement {
   std::vector<SignedResource> resources;  // in the statement's order
 };
 
+// How errors name a signature file: "signature "model.sig"". The parsers
+// and verify_bundle_signature take the file's name and say this.
+std::string signature_subject(const std::string &name);
+
 // Parses a bundle: mediaType kBundleMediaType; verificationMaterial with
 // exactly one of publicKey, x509CertificateChain or certificate; a
 // dsseEnvelope of payloadType kInTotoPayloadType with a base64 payload and
 // one signature. A member of the wrong type, a missing or unknown one, bad
 // base64 and more than one signature are refused, naming the member.
 // Errors: ROOTSPAN_ERR_SIGNATURE_INVALID, operation "verify_signature";
-// `subject` names the bundle in them.
-Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std::string &subject);
+// `name` names the bundle in them.
+Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std::string &name);
 
 // Parses the statement a bundle carries: _type kStatementType, one subject
 // whose sha256 is the SHA-256 of the resources' digests concatenated (as raw
@@ -85,7 +89,7 @@ Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std:
 // algorithm matches it ("sha256", or "sha256-sharded-<shard_size>"), with
 // names that are relative, '/'-separated, without "." or ".." parts, each
 // named once. Errors as parse_signature_bundle's.
-Result<SignedStatement> parse_signed_statement(std::string_view payload, const std::string &subject);
+Result<SignedStatement> parse_signed_statement(std::string_view payload, const std::string &name);
 
 // The statement as JSON, with the subject digest computed from `statement`'s
 // resources (which the signer sorts first: sort_resources).

@@ -256,7 +256,8 @@ Result<SigningKey> verify_chain(const VerificationMaterial &material, std::span<
 }  // namespace
 
 Result<void> verify_bundle_signature(const SignatureBundle &bundle, const SigningKey *public_key,
-                                     std::span<const std::string> trusted, const std::string &subject) {
+                                     std::span<const std::string> trusted, const std::string &name) {
+  const std::string subject = signature_subject(name);
   using Kind = VerificationMaterial::Kind;
   const VerificationMaterial &material = bundle.material;
   if (material.kind == Kind::kKeyless) {

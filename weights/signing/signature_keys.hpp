@@ -66,8 +66,8 @@ Result<std::vector<std::string>> read_certificates(std::span<const std::filesyst
 // A keyless bundle (Sigstore's Fulcio certificate and Rekor log) is refused:
 // it needs Sigstore's trust root and its log. Errors:
 // ROOTSPAN_ERR_SIGNATURE_INVALID, ROOTSPAN_ERR_UNSUPPORTED (keyless), with
-// operation "verify_signature", naming `subject`.
+// operation "verify_signature", naming the bundle's file `name`.
 Result<void> verify_bundle_signature(const SignatureBundle &bundle, const SigningKey *public_key,
-                                     std::span<const std::string> trusted, const std::string &subject);
+                                     std::span<const std::string> trusted, const std::string &name);
 
 }  // namespace rootspan::weights

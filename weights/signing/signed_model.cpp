@@ -131,7 +131,7 @@ Result<std::vector<DigestJob>> match_files(const Checkpoint &checkpoint, const S
 }  // namespace
 
 Result<std::vector<DigestJob>> plan_signature(const Checkpoint &checkpoint, const SignatureRequest &request) {
-  const std::string subject = "signature " + quoted_text(request.bundle.string());
+  const std::string subject = request.bundle.string();
   auto text = read_whole_file(request.bundle, kMaxSignatureBytes, ROOTSPAN_ERR_SIGNATURE_INVALID, kVerify);
   if (!text) return text.error();
   auto bundle = parse_signature_bundle(text.value(), subject);
