@@ -44,7 +44,7 @@ ExitStatus exit_status_for(rootspan_status code) {
     case ROOTSPAN_ERR_NOT_FOUND:  // a name the user gave (provider, device, tensor pattern) that does not exist
     // The program passes the library only what the user gave: a bad rank, world or split.
     case ROOTSPAN_ERR_INVALID_ARGUMENT:
-    case ROOTSPAN_ERR_DIGEST_MISMATCH:     // a file that is not the published one is input to fix
+    case ROOTSPAN_ERR_DIGEST_MISMATCH:    // a file that is not the published one is input to fix
     case ROOTSPAN_ERR_SIGNATURE_INVALID:  // so is a model its signature does not cover
       return kInvalidInput;
     // Only the program's progress callback cancels, and only on SIGINT.

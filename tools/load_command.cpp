@@ -32,7 +32,7 @@ struct LoadArgs {
   bool check_digests = false;  // --check-digests, or --digests FILE
   std::string digests_path;
   SignatureArgs signature;  // --signature FILE with --public-key or --certificate-chain
-  SliceArgs slice;  // --rank, --world, --split: one rank's slice
+  SliceArgs slice;          // --rank, --world, --split: one rank's slice
 };
 
 using Clock = std::chrono::steady_clock;

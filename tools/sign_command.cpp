@@ -73,9 +73,9 @@ int run_sign(const SignArgs &args, const CommonOptions &options) {
   if (options.json) {
     print_json({{"signature", args.output}, {"method", args.shards ? "shards" : "files"}});
   } else {
-    print_wrapped("wrote " + terminal_safe(args.output) + ": a model signature (" +
-                      (args.shards ? "shards" : "files") + ", " +
-                      (args.certificate.empty() ? "key" : "certificate chain") + ") of " + terminal_safe(args.path),
+    print_wrapped("wrote " + terminal_safe(args.output) + ": a model signature (" + (args.shards ? "shards" : "files") +
+                      ", " + (args.certificate.empty() ? "key" : "certificate chain") + ") of " +
+                      terminal_safe(args.path),
                   output_width());
   }
   return kDone;

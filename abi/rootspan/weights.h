@@ -169,7 +169,7 @@ typedef struct rootspan_load_options {
    * ROOTSPAN_ERR_UNSUPPORTED; every root released, before any weight
    * reaches the caller. All borrowed for the call; NULL: no signature. */
   const char *signature_path;
-  const char *public_key_path;                 /* PEM (ECDSA P-256, P-384 or P-521); for a key-signed bundle */
+  const char *public_key_path;                /* PEM (ECDSA P-256, P-384 or P-521); for a key-signed bundle */
   const char *const *certificate_chain_paths; /* PEM files of the certificates to trust; for a bundle signed
                                                  with a certificate; certificate_chain_count of them */
   size_t certificate_chain_count;
@@ -276,19 +276,19 @@ typedef struct rootspan_sign_options {
   const char *certificate_path;
   const char *const *certificate_chain_paths;
   size_t certificate_chain_count;
-  int32_t shards;                           /* non-zero: a digest per shard_size bytes of each file ("shards");
-                                               0: one per file ("files") */
-  uint64_t shard_size;                      /* with shards; 0: 1,000,000,000, the reference signer's */
-  int32_t allow_symlinks;                   /* non-zero: links in the folder are followed and signed as the files
-                                               they lead to (a Hugging Face cache snapshot); 0: a link is refused */
-  const char *const *ignore_paths;          /* ignore_path_count paths relative to the folder, left out with
-                                               everything beneath them, beside .git, .gitattributes, .github and
-                                               .gitignore, which are always left out */
+  int32_t shards;                  /* non-zero: a digest per shard_size bytes of each file ("shards");
+                                      0: one per file ("files") */
+  uint64_t shard_size;             /* with shards; 0: 1,000,000,000, the reference signer's */
+  int32_t allow_symlinks;          /* non-zero: links in the folder are followed and signed as the files
+                                      they lead to (a Hugging Face cache snapshot); 0: a link is refused */
+  const char *const *ignore_paths; /* ignore_path_count paths relative to the folder, left out with
+                                      everything beneath them, beside .git, .gitattributes, .github and
+                                      .gitignore, which are always left out */
   size_t ignore_path_count;
-  const char *signature_path;               /* where the caller will write the bundle: left out of the files when
-                                               it lies in the folder; may be NULL */
-  const char *revision;                     /* for a Hugging Face cache repository folder: the snapshot to sign;
-                                               NULL: the one refs/main names */
+  const char *signature_path; /* where the caller will write the bundle: left out of the files when
+                                 it lies in the folder; may be NULL */
+  const char *revision;       /* for a Hugging Face cache repository folder: the snapshot to sign;
+                                 NULL: the one refs/main names */
 } rootspan_sign_options;
 #define ROOTSPAN_SIGN_OPTIONS_LAST_FIELD revision
 #define ROOTSPAN_SIGN_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_sign_options, ROOTSPAN_SIGN_OPTIONS_LAST_FIELD)

@@ -199,7 +199,8 @@ TEST_F(SignedLoadTest, AShardsSignatureLoadsAndListsEveryShard) {
   for (const char *name : {"a.safetensors", "b.safetensors", "config.json", "model.safetensors.index.json"}) {
     const std::uint64_t size = fs::file_size(model_.path() / name);
     for (std::uint64_t start = 0; start < size; start += 64) {
-      expected.push_back(std::string(name) + ":" + std::to_string(start) + ":" + std::to_string(std::min(size, start + 64)));
+      expected.push_back(std::string(name) + ":" + std::to_string(start) + ":" +
+                         std::to_string(std::min(size, start + 64)));
     }
   }
   ASSERT_EQ(d["verified"].size(), expected.size()) << d.dump();
@@ -210,8 +211,9 @@ TEST_F(SignedLoadTest, AShardsSignatureLoadsAndListsEveryShard) {
   }
   // The first shard of a.safetensors: its first 64 bytes.
   const std::string first = read_at(model_.path() / "a.safetensors", 0, 64);
-  EXPECT_EQ(d["verified"][0]["sha256"], sha256_hex(std::vector<std::byte>(reinterpret_cast<const std::byte *>(first.data()),
-                                                                         reinterpret_cast<const std::byte *>(first.data()) + 64)));
+  EXPECT_EQ(d["verified"][0]["sha256"],
+            sha256_hex(std::vector<std::byte>(reinterpret_cast<const std::byte *>(first.data()),
+                                              reinterpret_cast<const std::byte *>(first.data()) + 64)));
 }
 
 TEST_F(SignedLoadTest, SignWritesTheReferenceForm) {
@@ -301,8 +303,9 @@ TEST_F(SignedLoadTest, SwappedShardsAreRefused) {
   write_at(a, first, y);
   write_at(a, first + 64, x);
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "shard \"a.safetensors:" + std::to_string(first) + ":" + std::to_string(first + 64) + "\"") ||
-              has(message_, "shard \"a.safetensors:" + std::to_string(first + 64) + ":" + std::to_string(first + 128) + "\""))
+  EXPECT_TRUE(
+      has(message_, "shard \"a.safetensors:" + std::to_string(first) + ":" + std::to_string(first + 64) + "\"") ||
+      has(message_, "shard \"a.safetensors:" + std::to_string(first + 64) + ":" + std::to_string(first + 128) + "\""))
       << message_;
   // Two whole files of the same size swapped under a files signature.
   model_.write_text("config.json", "{\"x\": 1}");
@@ -456,7 +459,8 @@ TEST_F(SignedLoadTest, MmapIsTurnedIntoReadAndTheReportSaysWhy) {
 TEST_F(SignedLoadTest, SignRefusesNullsAndBadStructSizes) {
   rootspan_sign_options o = sign_options();
   char *json = nullptr;
-  const auto refused = [&](const char *path, const rootspan_sign_options *options, char **out, const std::string &words) {
+  const auto refused = [&](const char *path, const rootspan_sign_options *options, char **out,
+                           const std::string &words) {
     rootspan_error *raw = nullptr;
     EXPECT_EQ(rootspan_model_sign(path, options, out, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT) << words;
     ASSERT_NE(raw, nullptr) << words;

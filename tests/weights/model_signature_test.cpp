@@ -72,11 +72,15 @@ std::string base64(const std::string &bytes) {
 json files_statement() {
   const std::string a = sha256_of("weights"), c = sha256_of("config");
   return json{{"_type", "https://in-toto.io/Statement/v1"},
-              {"subject", json::array({{{"name", "model"}, {"digest", {{"sha256", sha256_of(raw_of_hex(a) + raw_of_hex(c))}}}}})},
+              {"subject",
+               json::array({{{"name", "model"}, {"digest", {{"sha256", sha256_of(raw_of_hex(a) + raw_of_hex(c))}}}}})},
               {"predicateType", "https://model_signing/signature/v1.0"},
               {"predicate",
-               {{"serialization", {{"method", "files"}, {"hash_type", "sha256"}, {"allow_symlinks", false},
-                                   {"ignore_paths", json::array({".git", ".gitignore"})}}},
+               {{"serialization",
+                 {{"method", "files"},
+                  {"hash_type", "sha256"},
+                  {"allow_symlinks", false},
+                  {"ignore_paths", json::array({".git", ".gitignore"})}}},
                 {"resources", json::array({{{"name", "a.safetensors"}, {"algorithm", "sha256"}, {"digest", a}},
                                            {{"name", "config.json"}, {"algorithm", "sha256"}, {"digest", c}}})}}}};
 }
@@ -96,8 +100,8 @@ json shards_statement() {
               {"subject", json::array({{{"name", "model"}, {"digest", {{"sha256", sha256_of(raw)}}}}})},
               {"predicateType", "https://model_signing/signature/v1.0"},
               {"predicate",
-               {{"serialization", {{"method", "shards"}, {"hash_type", "sha256"}, {"allow_symlinks", false},
-                                   {"shard_size", 1000.0}}},
+               {{"serialization",
+                 {{"method", "shards"}, {"hash_type", "sha256"}, {"allow_symlinks", false}, {"shard_size", 1000.0}}},
                 {"resources", resources}}}};
 }
 
@@ -110,12 +114,13 @@ void resign_subject(json &statement) {
 }
 
 json key_bundle(const std::string &payload) {
-  return json{{"mediaType", "application/vnd.dev.sigstore.bundle.v0.3+json"},
-              {"verificationMaterial", {{"publicKey", {{"hint", std::string(64, 'a')}}}, {"tlogEntries", json::array()}}},
-              {"dsseEnvelope",
-               {{"payload", base64(payload)},
-                {"payloadType", "application/vnd.in-toto+json"},
-                {"signatures", json::array({{{"sig", base64("not checked here")}, {"keyid", ""}}})}}}};
+  return json{
+      {"mediaType", "application/vnd.dev.sigstore.bundle.v0.3+json"},
+      {"verificationMaterial", {{"publicKey", {{"hint", std::string(64, 'a')}}}, {"tlogEntries", json::array()}}},
+      {"dsseEnvelope",
+       {{"payload", base64(payload)},
+        {"payloadType", "application/vnd.in-toto+json"},
+        {"signatures", json::array({{{"sig", base64("not checked here")}, {"keyid", ""}}})}}}};
 }
 
 Result<SignatureBundle> parse_bundle(const json &bundle) { return parse_signature_bundle(bundle.dump(), kSubject); }
@@ -136,7 +141,8 @@ TEST(SignatureBundleTest, AWellFormedBundleParses) {
 }
 
 TEST(SignatureBundleTest, TextThatIsNotABundleIsRefused) {
-  EXPECT_TRUE(FailsWith(parse_signature_bundle("", kSubject), ROOTSPAN_ERR_SIGNATURE_INVALID, {"model.sig", "not valid JSON"}));
+  EXPECT_TRUE(
+      FailsWith(parse_signature_bundle("", kSubject), ROOTSPAN_ERR_SIGNATURE_INVALID, {"model.sig", "not valid JSON"}));
   EXPECT_TRUE(FailsWith(parse_signature_bundle("model signature", kSubject), ROOTSPAN_ERR_SIGNATURE_INVALID,
                         {"model.sig", "not valid JSON"}));
   const std::string bom = "\xEF\xBB\xBF" + key_bundle("{}").dump();
@@ -161,17 +167,25 @@ TEST(SignatureBundleTest, AMemberOfTheWrongTypeIsRefusedByName) {
   };
   const std::vector<Case> cases = {
       {json::json_pointer("/mediaType"), 3, "the bundle.mediaType must be a string, not a number"},
-      {json::json_pointer("/verificationMaterial"), "key", "the bundle.verificationMaterial must be an object, not a string"},
-      {json::json_pointer("/verificationMaterial/publicKey"), json::array(), "verificationMaterial.publicKey must be an object, not an array"},
-      {json::json_pointer("/verificationMaterial/publicKey/hint"), 7, "verificationMaterial.publicKey.hint must be a string, not a number"},
-      {json::json_pointer("/verificationMaterial/tlogEntries"), json::object(), "verificationMaterial.tlogEntries must be an array, not an object"},
+      {json::json_pointer("/verificationMaterial"), "key",
+       "the bundle.verificationMaterial must be an object, not a string"},
+      {json::json_pointer("/verificationMaterial/publicKey"), json::array(),
+       "verificationMaterial.publicKey must be an object, not an array"},
+      {json::json_pointer("/verificationMaterial/publicKey/hint"), 7,
+       "verificationMaterial.publicKey.hint must be a string, not a number"},
+      {json::json_pointer("/verificationMaterial/tlogEntries"), json::object(),
+       "verificationMaterial.tlogEntries must be an array, not an object"},
       {json::json_pointer("/dsseEnvelope"), json::array(), "the bundle.dsseEnvelope must be an object, not an array"},
       {json::json_pointer("/dsseEnvelope/payload"), true, "dsseEnvelope.payload must be a string, not true or false"},
       {json::json_pointer("/dsseEnvelope/payloadType"), nullptr, "dsseEnvelope.payloadType must be a string, not null"},
-      {json::json_pointer("/dsseEnvelope/signatures"), json::object(), "dsseEnvelope.signatures must be an array, not an object"},
-      {json::json_pointer("/dsseEnvelope/signatures/0"), "sig", "dsseEnvelope.signatures[0] must be an object, not a string"},
-      {json::json_pointer("/dsseEnvelope/signatures/0/sig"), 1, "dsseEnvelope.signatures[0].sig must be a string, not a number"},
-      {json::json_pointer("/dsseEnvelope/signatures/0/keyid"), json::array(), "dsseEnvelope.signatures[0].keyid must be a string, not an array"},
+      {json::json_pointer("/dsseEnvelope/signatures"), json::object(),
+       "dsseEnvelope.signatures must be an array, not an object"},
+      {json::json_pointer("/dsseEnvelope/signatures/0"), "sig",
+       "dsseEnvelope.signatures[0] must be an object, not a string"},
+      {json::json_pointer("/dsseEnvelope/signatures/0/sig"), 1,
+       "dsseEnvelope.signatures[0].sig must be a string, not a number"},
+      {json::json_pointer("/dsseEnvelope/signatures/0/keyid"), json::array(),
+       "dsseEnvelope.signatures[0].keyid must be a string, not an array"},
   };
   for (const Case &c : cases) {
     json broken = good;
@@ -216,14 +230,16 @@ TEST(SignatureBundleTest, OtherFormsAreRefusedNamingTheValue) {
                         {"dsseEnvelope.payloadType is \"application/json\""}));
   json message = good;
   message["messageSignature"] = json::object();
-  EXPECT_TRUE(FailsWith(parse_bundle(message), ROOTSPAN_ERR_SIGNATURE_INVALID, {"messageSignature", "not a model signature"}));
+  EXPECT_TRUE(
+      FailsWith(parse_bundle(message), ROOTSPAN_ERR_SIGNATURE_INVALID, {"messageSignature", "not a model signature"}));
   json two = good;
   two["dsseEnvelope"]["signatures"].push_back(two["dsseEnvelope"]["signatures"][0]);
   EXPECT_TRUE(FailsWith(parse_bundle(two), ROOTSPAN_ERR_SIGNATURE_INVALID,
                         {"dsseEnvelope.signatures holds 2 signatures: a model signature has exactly one"}));
   json none = good;
   none["dsseEnvelope"]["signatures"] = json::array();
-  EXPECT_TRUE(FailsWith(parse_bundle(none), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.signatures holds 0 signatures"}));
+  EXPECT_TRUE(
+      FailsWith(parse_bundle(none), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.signatures holds 0 signatures"}));
   json both = good;
   both["verificationMaterial"]["x509CertificateChain"] = {{"certificates", json::array()}};
   EXPECT_TRUE(FailsWith(parse_bundle(both), ROOTSPAN_ERR_SIGNATURE_INVALID,
@@ -240,17 +256,19 @@ TEST(SignatureBundleTest, BadBase64IsRefusedNamingTheMember) {
   for (const char *bad : {"abc", "ab!d", "a===", "ab=c", "YWJj\n", "YW Jj"}) {
     json payload = good;
     payload["dsseEnvelope"]["payload"] = bad;
-    EXPECT_TRUE(FailsWith(parse_bundle(payload), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.payload is not base64"}))
+    EXPECT_TRUE(
+        FailsWith(parse_bundle(payload), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.payload is not base64"}))
         << bad;
     json sig = good;
     sig["dsseEnvelope"]["signatures"][0]["sig"] = bad;
-    EXPECT_TRUE(FailsWith(parse_bundle(sig), ROOTSPAN_ERR_SIGNATURE_INVALID,
-                          {"dsseEnvelope.signatures[0].sig is not base64"}))
+    EXPECT_TRUE(
+        FailsWith(parse_bundle(sig), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.signatures[0].sig is not base64"}))
         << bad;
   }
   json empty_sig = good;
   empty_sig["dsseEnvelope"]["signatures"][0]["sig"] = "";
-  EXPECT_TRUE(FailsWith(parse_bundle(empty_sig), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.signatures[0].sig is empty"}));
+  EXPECT_TRUE(
+      FailsWith(parse_bundle(empty_sig), ROOTSPAN_ERR_SIGNATURE_INVALID, {"dsseEnvelope.signatures[0].sig is empty"}));
   json chain = good;
   chain["verificationMaterial"].erase("publicKey");
   chain["verificationMaterial"]["x509CertificateChain"] = {{"certificates", json::array({{{"rawBytes", "%%%%"}}})}};
@@ -342,7 +360,8 @@ TEST(SignedStatementTest, AShardSizeThatIsNotAWholeNumberIsRefused) {
                         {"predicate.serialization.shard_size is 0: it must be at least 1 byte"}));
   json files = files_statement();
   files["predicate"]["serialization"]["shard_size"] = 1000;
-  EXPECT_TRUE(FailsWith(parse_statement(files), ROOTSPAN_ERR_SIGNATURE_INVALID, {"shard_size", "its method is \"files\""}));
+  EXPECT_TRUE(
+      FailsWith(parse_statement(files), ROOTSPAN_ERR_SIGNATURE_INVALID, {"shard_size", "its method is \"files\""}));
 }
 
 TEST(SignedStatementTest, OtherFormsAreRefusedNamingTheValue) {
@@ -360,7 +379,8 @@ TEST(SignedStatementTest, OtherFormsAreRefusedNamingTheValue) {
                         {"predicateType is \"https://model_signing/Digests/v0.1\""}));
   json type = files_statement();
   type["_type"] = "https://in-toto.io/Statement/v0.1";
-  EXPECT_TRUE(FailsWith(parse_statement(type), ROOTSPAN_ERR_SIGNATURE_INVALID, {"_type is \"https://in-toto.io/Statement/v0.1\""}));
+  EXPECT_TRUE(FailsWith(parse_statement(type), ROOTSPAN_ERR_SIGNATURE_INVALID,
+                        {"_type is \"https://in-toto.io/Statement/v0.1\""}));
   json algorithm = files_statement();
   algorithm["predicate"]["resources"][0]["algorithm"] = "sha256-sharded-1000";
   EXPECT_TRUE(FailsWith(parse_statement(algorithm), ROOTSPAN_ERR_SIGNATURE_INVALID,
@@ -384,13 +404,19 @@ TEST(SignedStatementTest, AMemberOfTheWrongTypeOrUnknownIsRefusedByName) {
       {json::json_pointer("/predicate"), json::array(), "the statement.predicate must be an object, not an array"},
       {json::json_pointer("/predicate/serialization/allow_symlinks"), "no",
        "predicate.serialization.allow_symlinks must be true or false, not a string"},
-      {json::json_pointer("/predicate/serialization/ignore_paths"), ".git", "predicate.serialization.ignore_paths must be an array"},
-      {json::json_pointer("/predicate/serialization/ignore_paths/0"), 3, "predicate.serialization.ignore_paths holds a number"},
-      {json::json_pointer("/predicate/resources"), json::object(), "predicate.resources must be an array, not an object"},
-      {json::json_pointer("/predicate/resources/1"), "config.json", "predicate.resources[1] must be an object, not a string"},
-      {json::json_pointer("/predicate/resources/0/digest"), json::object(), "predicate.resources[0].digest must be a string, not an object"},
+      {json::json_pointer("/predicate/serialization/ignore_paths"), ".git",
+       "predicate.serialization.ignore_paths must be an array"},
+      {json::json_pointer("/predicate/serialization/ignore_paths/0"), 3,
+       "predicate.serialization.ignore_paths holds a number"},
+      {json::json_pointer("/predicate/resources"), json::object(),
+       "predicate.resources must be an array, not an object"},
+      {json::json_pointer("/predicate/resources/1"), "config.json",
+       "predicate.resources[1] must be an object, not a string"},
+      {json::json_pointer("/predicate/resources/0/digest"), json::object(),
+       "predicate.resources[0].digest must be a string, not an object"},
       {json::json_pointer("/predicate/resources/0/size"), 7, "predicate.resources[0] has the member \"size\""},
-      {json::json_pointer("/predicate/serialization/follow"), true, "predicate.serialization has the member \"follow\""},
+      {json::json_pointer("/predicate/serialization/follow"), true,
+       "predicate.serialization has the member \"follow\""},
       {json::json_pointer("/subject/0/digest/sha512"), "ab", "subject[0].digest has the member \"sha512\""},
       {json::json_pointer("/extra"), 1, "the statement has the member \"extra\""},
   };
@@ -417,10 +443,10 @@ TEST(SignedStatementTest, ADigestThatIsNotLowercaseSha256IsRefused) {
 }
 
 TEST(SignedStatementTest, AShardNameThatIsNotPathStartEndOrNotAlignedIsRefused) {
-  for (const char *bad : {"a.safetensors", "a.safetensors:0", "a.safetensors:0:", "a.safetensors::1000",
-                          "a.safetensors:1:1000", "a.safetensors:0:1001", "a.safetensors:500:400",
-                          "a.safetensors:1000:1000", "a.safetensors:00:1000", "a.safetensors:-0:1000",
-                          "a.safetensors:0:+1000", "a.safetensors:0:99999999999999999999999"}) {
+  for (const char *bad :
+       {"a.safetensors", "a.safetensors:0", "a.safetensors:0:", "a.safetensors::1000", "a.safetensors:1:1000",
+        "a.safetensors:0:1001", "a.safetensors:500:400", "a.safetensors:1000:1000", "a.safetensors:00:1000",
+        "a.safetensors:-0:1000", "a.safetensors:0:+1000", "a.safetensors:0:99999999999999999999999"}) {
     json s = shards_statement();
     s["predicate"]["resources"][0]["name"] = bad;
     EXPECT_TRUE(FailsWith(parse_statement(s), ROOTSPAN_ERR_SIGNATURE_INVALID,
@@ -437,12 +463,14 @@ TEST(SignedStatementTest, AShardNameThatIsNotPathStartEndOrNotAlignedIsRefused) 
 }
 
 TEST(SignedStatementTest, APathOutsideTheFolderIsRefused) {
-  for (const char *bad : {"../a.safetensors", "dir/../../etc/passwd", "/etc/passwd", "./a", "a//b", "a/", "", "a/./b"}) {
+  for (const char *bad :
+       {"../a.safetensors", "dir/../../etc/passwd", "/etc/passwd", "./a", "a//b", "a/", "", "a/./b"}) {
     json s = files_statement();
     s["predicate"]["resources"][0]["name"] = bad;
     resign_subject(s);
-    EXPECT_TRUE(FailsWith(parse_statement(s), ROOTSPAN_ERR_SIGNATURE_INVALID,
-                          {"predicate.resources[0].name \"" + std::string(bad) + "\" is not a relative path inside the model folder"}))
+    EXPECT_TRUE(FailsWith(
+        parse_statement(s), ROOTSPAN_ERR_SIGNATURE_INVALID,
+        {"predicate.resources[0].name \"" + std::string(bad) + "\" is not a relative path inside the model folder"}))
         << bad;
   }
   json shard = shards_statement();
@@ -485,9 +513,11 @@ TEST(SignedStatementTest, AStatementWrittenHereReadsBackTheSame) {
     s.allow_symlinks = true;
     s.ignore_paths = {".git", "notes/draft.txt"};
     if (method == SigningMethod::kFiles) {
-      s.resources = {{"sub/b.bin", 0, 0, sha256_of("b")}, {"a.bin", 0, 0, sha256_of("a")}, {"sub.bin", 0, 0, sha256_of("c")}};
+      s.resources = {
+          {"sub/b.bin", 0, 0, sha256_of("b")}, {"a.bin", 0, 0, sha256_of("a")}, {"sub.bin", 0, 0, sha256_of("c")}};
     } else {
-      s.resources = {{"b.bin", 4, 6, sha256_of("b1")}, {"b.bin", 0, 4, sha256_of("b0")}, {"a.bin", 0, 3, sha256_of("a")}};
+      s.resources = {
+          {"b.bin", 4, 6, sha256_of("b1")}, {"b.bin", 0, 4, sha256_of("b0")}, {"a.bin", 0, 3, sha256_of("a")}};
     }
     sort_resources(s.resources);
     const std::string text = signed_statement_json(s);
@@ -692,22 +722,22 @@ TEST_F(SignatureKeysTest, KeysOfOtherKindsAreRefusedNamingTheCurve) {
   const fs::path rsa_pub = write_public(dir_, "rsa.pub.pem", rsa.get());
   EXPECT_TRUE(FailsWith(SigningKey::read(rsa_pub, false), ROOTSPAN_ERR_INVALID_ARGUMENT,
                         {"rsa.pub.pem", "is not an elliptic-curve key", "P-256, P-384 or P-521"}));
-  EXPECT_TRUE(FailsWith(SigningKey::read(write_private(dir_, "rsa.pem", rsa.get()), true), ROOTSPAN_ERR_INVALID_ARGUMENT,
-                        {"private key", "rsa.pem", "is not an elliptic-curve key"}));
+  EXPECT_TRUE(FailsWith(SigningKey::read(write_private(dir_, "rsa.pem", rsa.get()), true),
+                        ROOTSPAN_ERR_INVALID_ARGUMENT, {"private key", "rsa.pem", "is not an elliptic-curve key"}));
   Pkey k1 = ec_key("secp256k1");
-  EXPECT_TRUE(FailsWith(SigningKey::read(write_public(dir_, "k1.pub.pem", k1.get()), false), ROOTSPAN_ERR_INVALID_ARGUMENT,
-                        {"k1.pub.pem", "is a key on curve secp256k1"}));
+  EXPECT_TRUE(FailsWith(SigningKey::read(write_public(dir_, "k1.pub.pem", k1.get()), false),
+                        ROOTSPAN_ERR_INVALID_ARGUMENT, {"k1.pub.pem", "is a key on curve secp256k1"}));
   Pkey ed(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
   ASSERT_NE(ed, nullptr);
-  EXPECT_TRUE(FailsWith(SigningKey::read(write_public(dir_, "ed.pub.pem", ed.get()), false), ROOTSPAN_ERR_INVALID_ARGUMENT,
-                        {"ed.pub.pem", "is not an elliptic-curve key"}));
+  EXPECT_TRUE(FailsWith(SigningKey::read(write_public(dir_, "ed.pub.pem", ed.get()), false),
+                        ROOTSPAN_ERR_INVALID_ARGUMENT, {"ed.pub.pem", "is not an elliptic-curve key"}));
   // Not a key at all; a private key where a public one is asked for.
   dir_.write_text("text.pem", "hello");
   EXPECT_TRUE(FailsWith(SigningKey::read(dir_.path() / "text.pem", false), ROOTSPAN_ERR_INVALID_ARGUMENT,
                         {"text.pem", "is not a PEM public key"}));
   Pkey p256 = ec_key("P-256");
-  EXPECT_TRUE(FailsWith(SigningKey::read(write_private(dir_, "priv.pem", p256.get()), false), ROOTSPAN_ERR_INVALID_ARGUMENT,
-                        {"priv.pem", "is not a PEM public key"}));
+  EXPECT_TRUE(FailsWith(SigningKey::read(write_private(dir_, "priv.pem", p256.get()), false),
+                        ROOTSPAN_ERR_INVALID_ARGUMENT, {"priv.pem", "is not a PEM public key"}));
   auto absent = SigningKey::read(dir_.path() / "absent.pem", false);
   ASSERT_FALSE(absent);
   EXPECT_NE(absent.error()->message().find("absent.pem"), std::string::npos) << absent.error()->message();
@@ -777,17 +807,16 @@ TEST_F(CertificateChainTest, AnUntrustedRootIsRefused) {
                         {"signed with a certificate", "--certificate-chain"}));
   SignatureBundle garbage = b;
   garbage.material.certificates_der[0] = "not a certificate";
-  EXPECT_TRUE(FailsWith(verify_bundle_signature(garbage, nullptr, std::vector<std::string>{der_of(ca_.get())}, kSubject),
-                        ROOTSPAN_ERR_SIGNATURE_INVALID,
-                        {"verificationMaterial.x509CertificateChain.certificates[0] is not a DER X.509 certificate"}));
+  EXPECT_TRUE(
+      FailsWith(verify_bundle_signature(garbage, nullptr, std::vector<std::string>{der_of(ca_.get())}, kSubject),
+                ROOTSPAN_ERR_SIGNATURE_INVALID,
+                {"verificationMaterial.x509CertificateChain.certificates[0] is not a DER X.509 certificate"}));
 }
 
 TEST_F(CertificateChainTest, ALeafThatMayNotSignIsRefused) {
   const std::vector<std::string> trusted = {der_of(ca_.get())};
-  for (const auto &extensions :
-       std::vector<std::vector<std::pair<int, const char *>>>{{{NID_key_usage, "critical,keyAgreement"}},
-                                                              {{NID_ext_key_usage, "serverAuth"}},
-                                                              {}}) {
+  for (const auto &extensions : std::vector<std::vector<std::pair<int, const char *>>>{
+           {{NID_key_usage, "critical,keyAgreement"}}, {{NID_ext_key_usage, "serverAuth"}}, {}}) {
     EXPECT_TRUE(FailsWith(verify_bundle_signature(leaf_bundle(extensions), nullptr, trusted, kSubject),
                           ROOTSPAN_ERR_SIGNATURE_INVALID,
                           {"the signing certificate allows neither digital signatures (keyUsage) nor code signing"}));

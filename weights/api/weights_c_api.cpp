@@ -265,9 +265,9 @@ Result<weights::ShardSpec> shard_spec(const rootspan_load_options &o, const char
 Result<std::vector<std::string>> string_array(const char *const *array, std::size_t count, const char *field,
                                               const char *count_field, const char *operation) {
   if (count != 0 && array == nullptr) {
-    return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
-                                std::string("options.") + field + " is NULL, but options." + count_field + " is " +
-                                    std::to_string(count));
+    return rootspan::make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, operation,
+        std::string("options.") + field + " is NULL, but options." + count_field + " is " + std::to_string(count));
   }
   std::vector<std::string> out;
   for (std::size_t i = 0; i < count; ++i) {

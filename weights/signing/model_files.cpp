@@ -17,8 +17,8 @@ bool ignored_by(const std::string &name, const std::string &ignored) {
   std::string prefix = ignored;
   while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
   if (prefix.rfind("./", 0) == 0) prefix.erase(0, 2);
-  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-                            name[prefix.size()] == '/');
+  return name == prefix ||
+         (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '/');
 }
 
 }  // namespace

@@ -17,9 +17,9 @@
 namespace rootspan::weights {
 
 struct ModelFile {
-  std::string name;             // relative to the model folder, '/'-separated
-  std::filesystem::path path;   // folder / name (a link, where it is one)
-  std::uint64_t bytes = 0;      // of the file, or of the file the link leads to
+  std::string name;            // relative to the model folder, '/'-separated
+  std::filesystem::path path;  // folder / name (a link, where it is one)
+  std::uint64_t bytes = 0;     // of the file, or of the file the link leads to
 };
 
 struct ModelFileRules {

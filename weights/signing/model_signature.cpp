@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <set>
 #include <span>
 #include <tuple>
-#include <set>
 
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
@@ -46,7 +46,8 @@ const char *type_name(json::value_t type) {
 // member not named by `allowed` is refused.
 class Members {
  public:
-  Members(const json &object, std::string where, const std::string &subject) : object_(object), where_(std::move(where)), subject_(subject) {}
+  Members(const json &object, std::string where, const std::string &subject)
+      : object_(object), where_(std::move(where)), subject_(subject) {}
 
   // Refuses `object` unless it is an object holding only `allowed` members.
   static Result<Members> of(const json &object, std::string where, const std::string &subject,
@@ -75,12 +76,13 @@ class Members {
     const auto found = object_.find(key);
     if (found == object_.end()) return invalid(subject_, where_ + " has no " + quoted_text(std::string(key)));
     const json &value = *found;
-    const bool number = type == json::value_t::number_unsigned && (value.is_number_unsigned() || value.is_number_float());
+    const bool number =
+        type == json::value_t::number_unsigned && (value.is_number_unsigned() || value.is_number_float());
     if (!number && value.type() != type) {
       // A negative number asked for a count: "a number, not a number" would say nothing.
       if (type == json::value_t::number_unsigned && value.is_number()) {
-        return invalid(subject_, where_ + "." + std::string(key) + " must be a whole number, at least 0, not " +
-                                     value.dump());
+        return invalid(subject_,
+                       where_ + "." + std::string(key) + " must be a whole number, at least 0, not " + value.dump());
       }
       return invalid(subject_, where_ + "." + std::string(key) + " must be " + type_name(type) + ", not " +
                                    type_name(value.type()));
@@ -208,23 +210,29 @@ Result<void> read_serialization(const json &value, SignedStatement &out, const s
     auto paths = s.get("ignore_paths", json::value_t::array);
     if (!paths) return paths.error();
     for (const json &p : *paths.value()) {
-      if (!p.is_string()) return invalid(subject, "predicate.serialization.ignore_paths holds " + std::string(type_name(p.type())) + ", not only strings");
+      if (!p.is_string())
+        return invalid(subject, "predicate.serialization.ignore_paths holds " + std::string(type_name(p.type())) +
+                                    ", not only strings");
       out.ignore_paths.push_back(p.get<std::string>());
     }
   }
   if (out.method == SigningMethod::kFiles) {
-    if (s.has("shard_size")) return invalid(subject, "predicate.serialization has a shard_size, but its method is \"files\"");
+    if (s.has("shard_size"))
+      return invalid(subject, "predicate.serialization has a shard_size, but its method is \"files\"");
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   }
   auto size = s.get("shard_size", json::value_t::number_unsigned);
   if (!size) return size.error();
   const json &v = *size.value();
   const double as_float = v.is_number_float() ? v.get<double>() : 0.0;
-  if (v.is_number_float() && !(as_float >= 1.0 && as_float <= 9007199254740992.0 && as_float == static_cast<double>(static_cast<std::uint64_t>(as_float)))) {
-    return invalid(subject, "predicate.serialization.shard_size is " + v.dump() + ": it must be a whole number of bytes, at least 1");
+  if (v.is_number_float() && !(as_float >= 1.0 && as_float <= 9007199254740992.0 &&
+                               as_float == static_cast<double>(static_cast<std::uint64_t>(as_float)))) {
+    return invalid(subject, "predicate.serialization.shard_size is " + v.dump() +
+                                ": it must be a whole number of bytes, at least 1");
   }
   out.shard_size = v.is_number_float() ? static_cast<std::uint64_t>(as_float) : v.get<std::uint64_t>();
-  if (out.shard_size == 0) return invalid(subject, "predicate.serialization.shard_size is 0: it must be at least 1 byte");
+  if (out.shard_size == 0)
+    return invalid(subject, "predicate.serialization.shard_size is 0: it must be at least 1 byte");
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
@@ -253,10 +261,14 @@ Result<SignedResource> read_resource(const json &value, std::size_t index, const
   if (statement.method == SigningMethod::kShards) {
     // "path:start:end", the path possibly holding ':' itself.
     const std::size_t second = r.path.rfind(':');
-    const std::size_t first = second == std::string::npos || second == 0 ? std::string::npos : r.path.rfind(':', second - 1);
-    const auto start = first == std::string::npos ? std::nullopt : decimal(std::string_view(r.path).substr(first + 1, second - first - 1));
+    const std::size_t first =
+        second == std::string::npos || second == 0 ? std::string::npos : r.path.rfind(':', second - 1);
+    const auto start = first == std::string::npos
+                           ? std::nullopt
+                           : decimal(std::string_view(r.path).substr(first + 1, second - first - 1));
     const auto end = second == std::string::npos ? std::nullopt : decimal(std::string_view(r.path).substr(second + 1));
-    if (!start || !end || *start >= *end || *start % statement.shard_size != 0 || *end - *start > statement.shard_size) {
+    if (!start || !end || *start >= *end || *start % statement.shard_size != 0 ||
+        *end - *start > statement.shard_size) {
       return invalid(subject, where + ".name " + quoted_text(r.path) +
                                   " is not a shard \"PATH:START:END\" with START a multiple of shard_size " +
                                   std::to_string(statement.shard_size) + " and START < END <= START + shard_size");
@@ -294,22 +306,25 @@ Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std:
     return media.error();
   }
   if (top.value().has("messageSignature")) {
-    return invalid(subject, "the bundle signs a message digest (messageSignature), not a DSSE envelope: it is not a "
-                            "model signature");
+    return invalid(subject,
+                   "the bundle signs a message digest (messageSignature), not a DSSE envelope: it is not a "
+                   "model signature");
   }
   SignatureBundle out;
 
   auto material_value = top.value().get("verificationMaterial", json::value_t::object);
   if (!material_value) return material_value.error();
-  auto material = Members::of(*material_value.value(), "verificationMaterial", subject,
-                              {"publicKey", "x509CertificateChain", "certificate", "tlogEntries",
-                               "timestampVerificationData"});
+  auto material =
+      Members::of(*material_value.value(), "verificationMaterial", subject,
+                  {"publicKey", "x509CertificateChain", "certificate", "tlogEntries", "timestampVerificationData"});
   if (!material) return material.error();
   const Members &mm = material.value();
   const int kinds = int(mm.has("publicKey")) + int(mm.has("x509CertificateChain")) + int(mm.has("certificate"));
   if (kinds != 1) {
-    return invalid(subject, "verificationMaterial must hold exactly one of publicKey, x509CertificateChain and "
-                            "certificate; it holds " + std::to_string(kinds));
+    return invalid(subject,
+                   "verificationMaterial must hold exactly one of publicKey, x509CertificateChain and "
+                   "certificate; it holds " +
+                       std::to_string(kinds));
   }
   if (mm.has("tlogEntries")) {
     if (auto t = mm.get("tlogEntries", json::value_t::array); !t) return t.error();
@@ -331,8 +346,9 @@ Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std:
     auto certificates = chain.value().get("certificates", json::value_t::array);
     if (!certificates) return certificates.error();
     if (certificates.value()->empty()) {
-      return invalid(subject, "verificationMaterial.x509CertificateChain.certificates is empty: the signing "
-                              "certificate comes first");
+      return invalid(subject,
+                     "verificationMaterial.x509CertificateChain.certificates is empty: the signing "
+                     "certificate comes first");
     }
     out.material.kind = VerificationMaterial::Kind::kCertificateChain;
     std::size_t i = 0;
@@ -352,9 +368,11 @@ Result<SignatureBundle> parse_signature_bundle(std::string_view text, const std:
 
   auto envelope_value = top.value().get("dsseEnvelope", json::value_t::object);
   if (!envelope_value) return envelope_value.error();
-  auto envelope = Members::of(*envelope_value.value(), "dsseEnvelope", subject, {"payload", "payloadType", "signatures"});
+  auto envelope =
+      Members::of(*envelope_value.value(), "dsseEnvelope", subject, {"payload", "payloadType", "signatures"});
   if (!envelope) return envelope.error();
-  if (auto type = envelope.value().expect("payloadType", kInTotoPayloadType, "a model signature's payload type"); !type) {
+  if (auto type = envelope.value().expect("payloadType", kInTotoPayloadType, "a model signature's payload type");
+      !type) {
     return type.error();
   }
   auto payload = envelope.value().string("payload");
@@ -401,7 +419,8 @@ Result<SignedStatement> parse_signed_statement(std::string_view payload, const s
   auto subjects = top.value().get("subject", json::value_t::array);
   if (!subjects) return subjects.error();
   if (subjects.value()->size() != 1) {
-    return invalid(where, "subject holds " + std::to_string(subjects.value()->size()) + " entries: a model signature has one");
+    return invalid(where,
+                   "subject holds " + std::to_string(subjects.value()->size()) + " entries: a model signature has one");
   }
   auto model = Members::of(subjects.value()->front(), "subject[0]", where, {"name", "digest"});
   if (!model) return model.error();
@@ -469,13 +488,15 @@ std::string signed_statement_json(const SignedStatement &statement) {
   if (!statement.ignore_paths.empty()) serialization["ignore_paths"] = statement.ignore_paths;
   json resources = json::array();
   for (const SignedResource &r : statement.resources) {
-    resources.push_back({{"name", r.name(statement.method)}, {"algorithm", resource_algorithm(statement)}, {"digest", r.sha256}});
+    resources.push_back(
+        {{"name", r.name(statement.method)}, {"algorithm", resource_algorithm(statement)}, {"digest", r.sha256}});
   }
-  const json doc = {{"_type", kStatementType},
-                    {"subject", json::array({{{"name", statement.model_name},
-                                              {"digest", {{"sha256", root_digest(statement.resources)}}}}})},
-                    {"predicateType", kModelSigningPredicate},
-                    {"predicate", {{"serialization", std::move(serialization)}, {"resources", std::move(resources)}}}};
+  const json doc = {
+      {"_type", kStatementType},
+      {"subject",
+       json::array({{{"name", statement.model_name}, {"digest", {{"sha256", root_digest(statement.resources)}}}}})},
+      {"predicateType", kModelSigningPredicate},
+      {"predicate", {{"serialization", std::move(serialization)}, {"resources", std::move(resources)}}}};
   return doc.dump(2);
 }
 
@@ -490,13 +511,12 @@ std::string signature_bundle_json(std::string_view payload, std::string_view sig
     verification["publicKey"] = {{"hint", material.public_key_hint}};
   }
   verification["tlogEntries"] = json::array();
-  const json doc = {
-      {"mediaType", kBundleMediaType},
-      {"verificationMaterial", std::move(verification)},
-      {"dsseEnvelope",
-       {{"payload", base64_encode(payload)},
-        {"payloadType", kInTotoPayloadType},
-        {"signatures", json::array({{{"sig", base64_encode(signature)}, {"keyid", ""}}})}}}};
+  const json doc = {{"mediaType", kBundleMediaType},
+                    {"verificationMaterial", std::move(verification)},
+                    {"dsseEnvelope",
+                     {{"payload", base64_encode(payload)},
+                      {"payloadType", kInTotoPayloadType},
+                      {"signatures", json::array({{{"sig", base64_encode(signature)}, {"keyid", ""}}})}}}};
   return doc.dump();
 }
 

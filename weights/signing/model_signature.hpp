@@ -51,10 +51,10 @@ enum class SigningMethod { kFiles, kShards };
 
 // One entry of the predicate's "resources".
 struct SignedResource {
-  std::string path;        // the file, relative to the model folder, '/'-separated
+  std::string path;         // the file, relative to the model folder, '/'-separated
   std::uint64_t start = 0;  // the bytes [start, end) of the file: a shard's, or (kFiles) the whole file's
   std::uint64_t end = 0;    // (kFiles, as parsed: 0 and 0, the statement giving no size)
-  std::string sha256;      // 64 lowercase hex digits
+  std::string sha256;       // 64 lowercase hex digits
   // The name the statement gives it: the path, or "path:start:end".
   std::string name(SigningMethod method) const;
 };

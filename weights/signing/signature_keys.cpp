@@ -111,9 +111,11 @@ Result<SigningKey> SigningKey::read(const std::filesystem::path &path, bool priv
                               : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);
   const std::string what = (private_key ? "private key " : "public key ") + quoted_text(path.string());
   if (raw == nullptr) {
-    return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
-                      what + " is not a PEM " + (private_key ? "private key (unencrypted PKCS#8 or SEC1)" : "public key (SubjectPublicKeyInfo)") +
-                          ": " + openssl_error());
+    return make_error(
+        ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
+        what + " is not a PEM " +
+            (private_key ? "private key (unencrypted PKCS#8 or SEC1)" : "public key (SubjectPublicKeyInfo)") + ": " +
+            openssl_error());
   }
   SigningKey key(std::shared_ptr<evp_pkey_st>(raw, Free{}));
   if (auto curve = check_curve(raw, what); !curve) return curve.error();
@@ -152,10 +154,10 @@ bool SigningKey::verifies(std::string_view payload, std::string_view signature) 
   const std::string message = dsse_pae(payload);
   std::unique_ptr<EVP_MD_CTX, MdContextFree> ctx(EVP_MD_CTX_new());
   if (!ctx) throw std::bad_alloc();
-  const bool ok = EVP_DigestVerifyInit(ctx.get(), nullptr, digest_of(key_.get()), nullptr, key_.get()) == 1 &&
-                  EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char *>(signature.data()),
-                                   signature.size(), reinterpret_cast<const unsigned char *>(message.data()),
-                                   message.size()) == 1;
+  const bool ok =
+      EVP_DigestVerifyInit(ctx.get(), nullptr, digest_of(key_.get()), nullptr, key_.get()) == 1 &&
+      EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char *>(signature.data()), signature.size(),
+                       reinterpret_cast<const unsigned char *>(message.data()), message.size()) == 1;
   ERR_clear_error();
   return ok;
 }
@@ -247,8 +249,9 @@ Result<SigningKey> verify_chain(const VerificationMaterial &material, std::span<
   const bool signs = ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) != 0) ||
                      ((flags & EXFLAG_XKUSAGE) != 0 && (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN) != 0);
   if (!signs) {
-    return bad_signature(subject, "the signing certificate allows neither digital signatures (keyUsage) nor code "
-                                  "signing (extendedKeyUsage)");
+    return bad_signature(subject,
+                         "the signing certificate allows neither digital signatures (keyUsage) nor code "
+                         "signing (extendedKeyUsage)");
   }
   return signing_key_of_certificate(material.certificates_der.front(), subject + "'s signing certificate");
 }
@@ -262,10 +265,11 @@ Result<void> verify_bundle_signature(const SignatureBundle &bundle, const Signin
   const VerificationMaterial &material = bundle.material;
   if (material.kind == Kind::kKeyless) {
     return make_error(ROOTSPAN_ERR_UNSUPPORTED, kOperation,
-                      subject + ": a keyless Sigstore signature (a Fulcio certificate and Rekor log entries) needs "
-                                "Sigstore's trust root and its transparency log, which an offline load does not "
-                                "have; verify it with `model_signing verify sigstore`, or sign with a key or a "
-                                "certificate chain");
+                      subject +
+                          ": a keyless Sigstore signature (a Fulcio certificate and Rekor log entries) needs "
+                          "Sigstore's trust root and its transparency log, which an offline load does not "
+                          "have; verify it with `model_signing verify sigstore`, or sign with a key or a "
+                          "certificate chain");
   }
   std::optional<SigningKey> chain_key;
   const SigningKey *key = public_key;
@@ -279,8 +283,9 @@ Result<void> verify_bundle_signature(const SignatureBundle &bundle, const Signin
     }
   } else {
     if (trusted.empty()) {
-      return bad_signature(subject, "the bundle was signed with a certificate: give the certificates to trust "
-                                    "(--certificate-chain)");
+      return bad_signature(subject,
+                           "the bundle was signed with a certificate: give the certificates to trust "
+                           "(--certificate-chain)");
     }
     auto verified = verify_chain(material, trusted, subject);
     if (!verified) return verified.error();
@@ -288,8 +293,9 @@ Result<void> verify_bundle_signature(const SignatureBundle &bundle, const Signin
     key = &*chain_key;
   }
   if (!key->verifies(bundle.payload, bundle.signature)) {
-    return bad_signature(subject, "the signature does not verify: the statement was changed after it was signed, "
-                                  "or it was signed with another key");
+    return bad_signature(subject,
+                         "the signature does not verify: the statement was changed after it was signed, "
+                         "or it was signed with another key");
   }
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

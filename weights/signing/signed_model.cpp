@@ -123,7 +123,8 @@ Result<std::vector<DigestJob>> match_files(const Checkpoint &checkpoint, const S
                             (covered == sorted.back()->end ? "" : " (with a gap)") + " bytes",
                         covered, bytes);
     }
-    for (const SignedResource *r : sorted) jobs.push_back(job_over(input.value(), *r, SigningMethod::kShards, r->sha256));
+    for (const SignedResource *r : sorted)
+      jobs.push_back(job_over(input.value(), *r, SigningMethod::kShards, r->sha256));
   }
   return jobs;
 }
@@ -154,7 +155,8 @@ Result<std::vector<DigestJob>> plan_signature(const Checkpoint &checkpoint, cons
   if (!statement) return statement.error();
 
   ModelFileRules rules{statement.value().allow_symlinks, statement.value().ignore_paths};
-  if (std::string self = path_within(checkpoint.folder(), request.bundle); !self.empty()) rules.ignore_paths.push_back(self);
+  if (std::string self = path_within(checkpoint.folder(), request.bundle); !self.empty())
+    rules.ignore_paths.push_back(self);
   auto files = list_model_files(checkpoint.folder(), rules, kVerify);
   if (!files) return files.error();
   return match_files(checkpoint, statement.value(), files.value(), request);
@@ -170,8 +172,9 @@ Result<fs::path> model_folder(const fs::path &path, const std::optional<std::str
   }
   if (!fs::is_directory(path, ec)) {
     return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kSign,
-                      quoted_text(path.string()) + " is not a folder: a signature covers a model folder, every file "
-                                                   "in it");
+                      quoted_text(path.string()) +
+                          " is not a folder: a signature covers a model folder, every file "
+                          "in it");
   }
   return path;
 }
@@ -185,7 +188,8 @@ Result<std::string> sign_model(const fs::path &folder, const SignRequest &reques
     const fs::path one[] = {*request.certificate};
     auto certificate = read_certificates(one);
     if (!certificate) return certificate.error();
-    auto certified = signing_key_of_certificate(certificate.value().front(), quoted_text(request.certificate->string()));
+    auto certified =
+        signing_key_of_certificate(certificate.value().front(), quoted_text(request.certificate->string()));
     if (!certified) return certified.error();
     if (!certified.value().same_public_key(key.value())) {
       return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kSign,

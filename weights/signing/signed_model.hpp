@@ -23,10 +23,10 @@ namespace rootspan::weights {
 
 // What a load is asked to check a signature with.
 struct SignatureRequest {
-  std::filesystem::path bundle;                       // the signature file
-  std::optional<std::filesystem::path> public_key;    // PEM
+  std::filesystem::path bundle;                          // the signature file
+  std::optional<std::filesystem::path> public_key;       // PEM
   std::vector<std::filesystem::path> certificate_chain;  // PEM files of the certificates to trust
-  bool ignore_unsigned_files = false;                 // files the statement does not name are not refused
+  bool ignore_unsigned_files = false;                    // files the statement does not name are not refused
 };
 
 // Reads the bundle (at most kMaxSignatureBytes) and checks its signature
@@ -45,20 +45,21 @@ Result<std::vector<DigestJob>> plan_signature(const Checkpoint &checkpoint, cons
 
 // What `rootspan sign` is asked for.
 struct SignRequest {
-  std::filesystem::path private_key;                  // PEM, EC P-256, P-384 or P-521
-  std::optional<std::filesystem::path> certificate;   // set: sign with this certificate of the key, and
+  std::filesystem::path private_key;                     // PEM, EC P-256, P-384 or P-521
+  std::optional<std::filesystem::path> certificate;      // set: sign with this certificate of the key, and
   std::vector<std::filesystem::path> certificate_chain;  // these above it, in the bundle
   SigningMethod method = SigningMethod::kFiles;
   std::uint64_t shard_size = kDefaultShardSize;
   bool allow_symlinks = false;
-  std::vector<std::string> ignore_paths;  // relative to the folder, beside default_ignored_paths()
+  std::vector<std::string> ignore_paths;           // relative to the folder, beside default_ignored_paths()
   std::optional<std::filesystem::path> signature;  // where the bundle goes: left out when it lies in the folder
 };
 
 // The model folder `path` names: a Hugging Face cache repository's snapshot
 // of `revision`, or the folder itself. Errors: ROOTSPAN_ERR_INVALID_ARGUMENT
 // (not a folder), the cache's.
-Result<std::filesystem::path> model_folder(const std::filesystem::path &path, const std::optional<std::string> &revision);
+Result<std::filesystem::path> model_folder(const std::filesystem::path &path,
+                                           const std::optional<std::string> &revision);
 
 // Hashes every file of `folder` (in parallel, one job per file or shard) and
 // signs the statement: the bundle's JSON. Errors: the key's and
