@@ -7,14 +7,14 @@ taking new work at once and is destroyed when the last such user lets go, so
 that an array or tensor may outlive the with block it came from.
 """
 import ctypes
-import os
 import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import _abi, _library, dtypes, errors
-from .root import Root, _check_bool, _check_int
+from ._arguments import check_bool, check_int, paths
+from .root import Root
 
 
 @dataclass(frozen=True)
@@ -103,21 +103,6 @@ class _ContextState:
             pass
 
 
-def _paths(values, what):
-    if isinstance(values, (str, bytes, os.PathLike)):
-        raise TypeError(f"{what} must be a list of paths, not a single {type(values).__name__}")
-    try:
-        items = list(values)
-    except TypeError:
-        raise TypeError(f"{what} must be a list of paths, got {type(values).__name__}") from None
-    out = []
-    for item in items:
-        if not isinstance(item, (str, bytes, os.PathLike)):
-            raise TypeError(f"{what} entries must be paths (str or os.PathLike), got {type(item).__name__} {item!r}")
-        out.append(_abi.c_path(item, what))
-    return out
-
-
 class Context:
     """A rootspan context.
 
@@ -127,8 +112,8 @@ class Context:
     providers compiled into the library (the host provider among them)."""
 
     def __init__(self, manifests=None, no_static=False):
-        _check_bool(no_static, "no_static")
-        encoded = None if manifests is None else _paths(manifests, "manifests")
+        check_bool(no_static, "no_static")
+        encoded = None if manifests is None else paths(manifests, "manifests")
         lib = _library.get()
         self._state = _ContextState(lib)
         options = _abi.sized(_abi.ContextOptions)
@@ -244,9 +229,9 @@ class Context:
         memory: "host", "device" or "host_pinned"; alignment: a power of two
         (0: 64); dtype: an element type name ("F32") or numpy dtype, or None
         for an untyped root."""
-        _check_int(nbytes, "nbytes")
-        _check_int(device, "device", bits=32)
-        _check_int(alignment, "alignment")
+        check_int(nbytes, "nbytes")
+        check_int(device, "device", bits=32)
+        check_int(alignment, "alignment")
         if not isinstance(provider, str):
             raise TypeError(f"provider must be a str, got {type(provider).__name__}")
         if memory not in _abi.MEMORY_KINDS:
@@ -271,7 +256,7 @@ class Context:
         is released. read_only None follows the buffer (bytes: read-only);
         read_only=False on a read-only buffer raises BufferError."""
         if read_only is not None:
-            _check_bool(read_only, "read_only")
+            check_bool(read_only, "read_only")
         if provider is not None and not isinstance(provider, str):
             raise TypeError(f"provider must be a str or None, got {type(provider).__name__}")
         handle = self._live("root_import_host")

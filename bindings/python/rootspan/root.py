@@ -13,6 +13,7 @@ import ctypes
 from dataclasses import dataclass
 
 from . import _abi, _memory, dlpack, dtypes, errors
+from ._arguments import check_bool, check_int
 from .errors import Span
 
 
@@ -33,22 +34,6 @@ class RootInfo:
 
 def _span(value):
     return Span(value.root_id, value.offset, value.length, value.alignment)
-
-
-def _check_int(value, what, minimum=0, bits=64):
-    """value, checked to be an int in [minimum, 2**bits): ctypes would
-    silently truncate a wider one to the C field's width."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum or value >= 1 << bits:
-        raise ValueError(f"{what} must lie in [{minimum}, 2**{bits}), got {value}")
-    return value
-
-
-def _check_bool(value, what):
-    if not isinstance(value, bool):
-        raise TypeError(f"{what} must be True or False, got {type(value).__name__} {value!r}")
-    return value
 
 
 class _Exportable:
@@ -140,19 +125,19 @@ class Root(_Exportable):
         out = _abi.sized(_abi.Span)
         with self._state.lock:
             handle = self._live("span_derive")
-            errors.check(self._state.lib, self._state.lib.rootspan_span_derive, handle, _check_int(offset, "offset"),
-                         _check_int(length, "length"), ctypes.byref(out))
+            errors.check(self._state.lib, self._state.lib.rootspan_span_derive, handle, check_int(offset, "offset"),
+                         check_int(length, "length"), ctypes.byref(out))
         return _span(out)
 
     def claim(self, offset=0, length=None, exclusive=False):
         """Claims [offset, offset + length) (length None: to the end), shared or exclusive."""
-        _check_int(offset, "offset")
-        _check_bool(exclusive, "exclusive")
+        check_int(offset, "offset")
+        check_bool(exclusive, "exclusive")
         with self._state.lock:
             handle = self._live("claim_acquire")
             if length is None:
                 length = max(self.info.byte_length - offset, 0)
-            _check_int(length, "length")
+            check_int(length, "length")
             out = ctypes.c_void_p()
             mode = _abi.CLAIM_EXCLUSIVE if exclusive else _abi.CLAIM_SHARED
             errors.check(self._state.lib, self._state.lib.rootspan_claim_acquire, handle, offset, length, mode,
@@ -270,10 +255,10 @@ class Claim:
         return self._handle is None or self._state.handle is None
 
     def _range(self, offset, length):
-        _check_int(offset, "offset")
+        check_int(offset, "offset")
         if length is None:
             length = max(self.span.length - offset, 0)
-        return offset, _check_int(length, "length")
+        return offset, check_int(length, "length")
 
     def _lease(self, dtype_code, offset, length, write, own_claim):
         with self._state.lock:
@@ -292,7 +277,7 @@ class Claim:
         write=True needs an exclusive claim on a writable root and gives a
         writable view; dtype (a name such as "F32"; None: the root's own)
         checks the range holds whole, aligned elements of that type."""
-        _check_bool(write, "write")
+        check_bool(write, "write")
         offset, length = self._range(offset, length)
         code = dtypes.code(dtype)
         if code == _abi.DTYPE_NONE:
@@ -307,8 +292,8 @@ class Claim:
         except (TypeError, ValueError):
             raise TypeError("ranges must be a sequence of (offset, length) pairs of ints") from None
         for o, n in pairs:
-            _check_int(o, "range offset")
-            _check_int(n, "range length")
+            check_int(o, "range offset")
+            check_int(n, "range length")
         count = len(pairs)
         c_ranges = (_abi.Range * max(count, 1))(*[_abi.Range(o, n) for o, n in pairs])
         children = (ctypes.c_void_p * max(count, 1))()
@@ -326,7 +311,7 @@ class Claim:
     def write(self, offset, data):
         """Copies data (any bytes-like object) into the claim at offset; needs an exclusive claim."""
         handle = self._live("copy_from_host")
-        _check_int(offset, "offset")
+        check_int(offset, "offset")
         try:
             source = memoryview(data).cast("B")
         except TypeError:

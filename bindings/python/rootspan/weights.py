@@ -16,13 +16,14 @@ shared.
 """
 import collections.abc
 import ctypes
-import os
 import sys
 import weakref
 from dataclasses import dataclass
 
-from . import _abi, _memory, dtypes, errors
-from .root import Claim, Root, _Exportable, _check_bool, _check_int
+from . import _abi, _arguments, _memory, dtypes, errors
+from ._arguments import c_array, check_bool, check_int, optional_path
+from ._checkpoint import call_json, checkpoint_options, signature_options
+from .root import Claim, Root, _Exportable
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,6 @@ def _sha256_of(lease):
     """The SHA-256 (hex) of a lease's bytes, read through the library's protected copies (_memory.copy_out),
     one chunk at a time: a file truncated under a mapped component is an IoError, not a SIGBUS."""
     import hashlib
-    from . import _memory
     digest = hashlib.sha256()
     chunk = ctypes.create_string_buffer(min(lease.nbytes, _HASH_CHUNK))
     view = memoryview(chunk).cast("B")
@@ -316,11 +316,10 @@ class Weights(collections.abc.Mapping):
         """What a verified load checked (verify=True or digests=): {"checked", "verified": [{"kind" ("file" or
         "component"), "name", "bytes", "sha256", "source"}], "unverifiable": [{"file", "reason"}]}; for a load
         not asked to check, {"checked": False, "verified": [], "unverifiable": []}."""
-        from .inspect import _json
         state = self._context._state
         with state.lock:  # the liveness check and the call, against a close on another thread
             handle = self._live("check_digests")
-            return _json(state.lib, state.lib.rootspan_weights_digests, handle)
+            return call_json(state.lib, state.lib.rootspan_weights_digests, handle)
 
     @property
     def read_report(self):
@@ -328,11 +327,10 @@ class Weights(collections.abc.Mapping):
         "reads": None when nothing was copied by reads, else {"engine" ("io_uring" or "pread threads"),
         "queue_depth", "requests", "bytes", "direct_bytes", "bounced_bytes", "peak_requests_in_flight",
         "peak_bytes_in_flight", "fallbacks": [{"file", "reason"}], ...}} (docs/cold-start.md)."""
-        from .inspect import _json
         state = self._context._state
         with state.lock:  # the liveness check and the call, against a close on another thread
             handle = self._live("read_report")
-            return _json(state.lib, state.lib.rootspan_weights_read_report, handle)
+            return call_json(state.lib, state.lib.rootspan_weights_read_report, handle)
 
     def _live(self, operation):
         if self._closed or self._wstate.handle is None:
@@ -449,121 +447,23 @@ def _progress_trampoline(callback, failure):
     return _abi.PROGRESS_FN(call)
 
 
-def _path(value, what):
-    if not isinstance(value, (str, bytes, os.PathLike)):
-        raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}")
-    return _abi.c_path(value, what)
-
-
-def _split_rules(rank, world_size, split):
-    """The slicing options, checked: (rank, world_size, [SplitRule]); world_size 0 is no slicing."""
-    _check_int(rank, "rank", bits=32)
-    _check_int(world_size, "world_size", bits=32)
-    if split is None:
-        split = {}
-    if not isinstance(split, collections.abc.Mapping):
-        raise TypeError(f"split must be a dict of component id pattern -> dimension (-1: replicate), got "
-                        f"{type(split).__name__} {split!r}")
-    if split and world_size == 0:
-        raise ValueError("split rules need a world_size of at least 1")
-    rules = []
-    for pattern, dimension in split.items():
-        if not isinstance(pattern, str):
-            raise TypeError(f"split patterns are str, got {type(pattern).__name__} {pattern!r}")
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or not -1 <= dimension < 1 << 31:
-            raise TypeError(f"split[{pattern!r}] must be a dimension (int >= 0) or -1 to replicate, got "
-                            f"{type(dimension).__name__} {dimension!r}")
-        rules.append(_abi.SplitRule(ctypes.sizeof(_abi.SplitRule), _abi.c_text(pattern, "split pattern"), dimension))
-    return rank, world_size, rules
-
-
-def _patterns(tensors):
-    """tensors as a C array of patterns (None: every component)."""
-    if tensors is None:
-        return None
-    if isinstance(tensors, (str, bytes)) or not all(isinstance(t, str) for t in tensors):
-        raise TypeError(f"tensors must be a list of patterns (str), got {tensors!r}")
-    patterns = [_abi.c_text(t, "tensor pattern") for t in tensors]
-    return (ctypes.c_char_p * max(len(patterns), 1))(*patterns), len(patterns)
-
-
-def path_list(values, what):
-    """One path or a sequence of them as a C array of paths: (array, count); every entry checked."""
-    if isinstance(values, (str, bytes, os.PathLike)):
-        values = [values]
-    elif not isinstance(values, (list, tuple)):
-        raise TypeError(f"{what} must be a path or a list of paths (str or os.PathLike), got "
-                        f"{type(values).__name__} {values!r}")
-    if not values:
-        raise ValueError(f"{what} must name at least one path, got an empty {type(values).__name__}")
-    encoded = [_path(value, f"{what}[{i}]") for i, value in enumerate(values)]
-    return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
-
-
-def signature_options(signature, public_key, certificate_chain, ignore_unsigned_files):
-    """The signed-model options of a load, checked: (signature, public key, (chain array, count) or None) as
-    C paths. A key, a chain or ignore_unsigned_files needs a signature, and a signature one of key or chain."""
-    _check_bool(ignore_unsigned_files, "ignore_unsigned_files")
-    signature_c = None if signature is None else _path(signature, "signature")
-    public_key_c = None if public_key is None else _path(public_key, "public_key")
-    chain = None if certificate_chain is None else path_list(certificate_chain, "certificate_chain")
-    if signature_c is None:
-        given = [name for name, value in (("public_key", public_key_c is not None),
-                                          ("certificate_chain", chain is not None),
-                                          ("ignore_unsigned_files", ignore_unsigned_files)) if value]
-        if given:
-            raise ValueError(f"{' and '.join(given)} check a model signature: signature= (the bundle's path) is "
-                             f"missing")
-    elif public_key_c is None and chain is None:
-        raise ValueError(f"signature={os.fsdecode(signature_c)!r} needs the key it was signed with (public_key=, "
-                         f"a PEM file) or the certificates to trust (certificate_chain=, PEM files); got neither")
-    return signature_c, public_key_c, chain
-
-
-def checkpoint_options(schema=None, tensors=None, revision=None, rank=0, world_size=0, split=None,
-                       split_convention="tensor_split"):
-    """Load options naming what to read (schema, tensors, revision, one rank's slice), every argument checked.
-    The options point into the arrays they are built from; the options object keeps them alive."""
-    schema_c = None if schema is None else _path(schema, "schema")
-    patterns = _patterns(tensors)
-    if revision is not None and not isinstance(revision, str):
-        raise TypeError(f"revision must be a branch, tag or commit (str), got {type(revision).__name__}")
-    if split_convention not in _abi.SPLIT_CONVENTIONS:
-        raise ValueError(f"split_convention must be 'tensor_split' or 'chunk', got {split_convention!r}")
-    rank, world_size, rules = _split_rules(rank, world_size, split)
-    options = _abi.sized(_abi.LoadOptions)
-    rule_array = (_abi.SplitRule * max(len(rules), 1))(*rules)
-    options.rank = rank
-    options.world_size = world_size
-    options.split_rules = rule_array if rules else None
-    options.split_rule_count = len(rules)
-    options.split_convention = _abi.SPLIT_CONVENTIONS[split_convention]
-    options.schema_path = schema_c
-    if patterns is not None:
-        options.tensors = ctypes.cast(patterns[0], ctypes.POINTER(ctypes.c_char_p))
-        options.tensor_count = patterns[1]
-    options.revision = None if revision is None else _abi.c_text(revision, "revision")
-    options._keep = (rule_array, patterns, schema_c)  # ctypes holds only the addresses
-    return options
-
-
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
          split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False,
          signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False):
-    path_c = _path(path, "path")
-    _check_bool(read_only, "read_only")
-    _check_bool(verify, "verify")
-    _check_bool(populate, "populate")
-    _check_bool(source_digests, "source_digests")
-    digests_c = None if digests is None else _path(digests, "digests")
+    path_c = _arguments.path(path, "path")
+    check_bool(read_only, "read_only")
+    check_bool(verify, "verify")
+    check_bool(populate, "populate")
+    check_bool(source_digests, "source_digests")
+    digests_c = optional_path(digests, "digests")
     signature_c, public_key_c, chain = signature_options(signature, public_key, certificate_chain,
                                                          ignore_unsigned_files)
     if not isinstance(provider, str):
         raise TypeError(f"provider must be a provider name or 'auto', got {type(provider).__name__}")
-    _check_int(device, "device", bits=32)
-    _check_int(staging_buffer_bytes, "staging_buffer_bytes")
-    _check_int(staging_buffer_count, "staging_buffer_count", bits=32)
+    check_int(device, "device", bits=32)
+    check_int(staging_buffer_bytes, "staging_buffer_bytes")
+    check_int(staging_buffer_count, "staging_buffer_count", bits=32)
     if not isinstance(strategy, str):
         raise TypeError(f"strategy must be a str ('auto', 'mmap', 'read' or 'direct'), got {type(strategy).__name__}")
     if strategy not in _abi.LOAD_STRATEGIES:
@@ -585,9 +485,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.source_digests = 1 if source_digests else 0
     options.signature_path = signature_c
     options.public_key_path = public_key_c
-    if chain is not None:
-        options.certificate_chain_paths = ctypes.cast(chain[0], ctypes.POINTER(ctypes.c_char_p))
-        options.certificate_chain_count = chain[1]
+    options.certificate_chain_paths, options.certificate_chain_count = c_array(chain)
     options.ignore_unsigned_files = 1 if ignore_unsigned_files else 0
     options._keep_signature = (signature_c, public_key_c, chain)  # ctypes holds only the addresses
     failure = []
