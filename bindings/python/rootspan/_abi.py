@@ -18,6 +18,16 @@ def c_text(value, what):
     return value.encode("utf-8")
 
 
+def text(value):
+    """A C string the library returned (bytes, or None for NULL) as str (None for NULL); bad UTF-8 replaced."""
+    return value.decode("utf-8", "replace") if value is not None else None
+
+
+def enum_name(names, value):
+    """The name of an enum value from its table of names; a value the table does not know as its number."""
+    return names[value] if 0 <= value < len(names) else str(value)
+
+
 def c_path(value, what):
     """A path (str, bytes or os.PathLike) as the bytes a C call reads; a NUL inside is refused as in c_text."""
     import os
@@ -58,8 +68,10 @@ CLAIM_SHARED = 0
 CLAIM_EXCLUSIVE = 1
 
 MEMORY_KINDS = {"host": 0, "device": 1, "host_pinned": 2}
-ORIGINS = ("static", "manifest", "embedded")
-STATES = ("loaded", "skipped", "failed", "no device")
+ORIGINS = ("static", "manifest", "embedded")  # rootspan_provider_origin, indexed by value
+ORIGIN_STATIC, ORIGIN_MANIFEST, ORIGIN_EMBEDDED = range(len(ORIGINS))
+STATES = ("loaded", "skipped", "failed", "no device")  # rootspan_provider_state, indexed by value
+STATE_LOADED, STATE_SKIPPED, STATE_FAILED, STATE_NO_DEVICE = range(len(STATES))
 REQUESTED_KINDS = ("none", "range", "key_range", "root_key_range")
 
 LOAD_STRATEGIES = {"mmap": 0, "read": 1, "direct": 2, "auto": 3}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import _abi, _library, dtypes, errors
+from ._abi import text as _text
 from ._arguments import check_bool, check_int, paths
 from .root import Root
 
@@ -48,10 +49,6 @@ class ProviderReport:
     @property
     def error_name(self):
         return errors.status_name(self.code)
-
-
-def _text(value):
-    return value.decode("utf-8", "replace") if value is not None else None
 
 
 class _ContextState:
@@ -193,15 +190,15 @@ class Context:
                                f"rootspan_provider_report_get({i}) failed")
             name = _text(r.name)
             devices = []
-            if r.state == 0:
+            if r.state == _abi.STATE_LOADED:
                 for ordinal in range(r.device_count):
                     d = _abi.sized(_abi.DeviceInfo)
                     errors.check(lib, lib.rootspan_provider_device_info, handle, r.name, ordinal, ctypes.byref(d))
                     devices.append(DeviceInfo(d.ordinal, _text(d.name), _text(d.pci_bus_id), d.total_memory_bytes,
                                               d.free_memory_bytes))
             out.append(ProviderReport(
-                name, _text(r.kind), _abi.ORIGINS[r.origin] if 0 <= r.origin < 3 else str(r.origin),
-                _abi.STATES[r.state] if 0 <= r.state < len(_abi.STATES) else str(r.state), _text(r.library), _text(r.manifest),
+                name, _text(r.kind), _abi.enum_name(_abi.ORIGINS, r.origin), _abi.enum_name(_abi.STATES, r.state),
+                _text(r.library), _text(r.manifest),
                 (r.abi_major, r.abi_minor), r.device_count, r.priority, _text(r.policy), _text(r.reason), r.code,
                 devices, _text(r.note)))
         return out

@@ -88,7 +88,8 @@ def error_class(code):
 
 
 def _text(value):
-    return value.decode("utf-8", "replace") if value else ""
+    """A C string as str: "" for NULL (a diagnostic's missing part is empty)."""
+    return _abi.text(value) or ""
 
 
 def from_handle(lib, status, handle):
@@ -101,9 +102,8 @@ def from_handle(lib, status, handle):
         requested = _abi.sized(_abi.Requested)
         req = None
         if lib.rootspan_error_requested(handle, ctypes.byref(requested)) == _abi.OK:
-            req = Requested(_abi.REQUESTED_KINDS[requested.kind] if 0 <= requested.kind < 4 else str(requested.kind),
-                            requested.root_id, (requested.key.domain, requested.key.local), requested.offset,
-                            requested.length)
+            req = Requested(_abi.enum_name(_abi.REQUESTED_KINDS, requested.kind), requested.root_id,
+                            (requested.key.domain, requested.key.local), requested.offset, requested.length)
         span = _abi.sized(_abi.Span)
         resolution = None
         if lib.rootspan_error_resolution(handle, ctypes.byref(span)):

@@ -114,7 +114,7 @@ class Root(_Exportable):
                                "rootspan_root_get_info failed")
         return RootInfo(info.root_id, (info.key.domain, info.key.local), info.byte_offset, info.byte_length,
                         info.alignment, dtypes.name(info.dtype), bool(info.read_only), bool(info.host_accessible),
-                        info.device, (info.provider or b"").decode())
+                        info.device, _abi.text(info.provider) or "")
 
     @property
     def released(self):

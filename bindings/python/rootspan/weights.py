@@ -21,6 +21,7 @@ import weakref
 from dataclasses import dataclass
 
 from . import _abi, _arguments, _memory, dtypes, errors
+from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
 from .root import Claim, Root, _Exportable
@@ -120,10 +121,6 @@ class _WeightsState:
             pass
 
 
-def _text(value):
-    return value.decode("utf-8", "replace") if value is not None else None
-
-
 _role_names = {}  # rootspan_component_role -> its name: asked once per role, not once per component
 
 
@@ -163,8 +160,7 @@ class Component(_Exportable):
         self._map_code = info.dtype if dtypes.bits(self.dtype) % 8 == 0 else _abi.DTYPE_NONE
         self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
         self.role = _role_name(weights._context._state.lib, info.role)
-        self.encoding = _abi.ENCODINGS[info.encoding] if 0 <= info.encoding < len(_abi.ENCODINGS) else \
-            str(info.encoding)
+        self.encoding = _abi.enum_name(_abi.ENCODINGS, info.encoding)
         self.format_id = _text(info.format_id)
         self.gguf_type = info.gguf_type if info.gguf_type >= 0 else None
         # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
