@@ -21,7 +21,10 @@ process group does any collective. Needs torch (imported here, not by
 import torch
 import torch.utils.dlpack
 
+from . import _tensors
 from .context import Context
+# What a type this torch lacks raises, as it always has here: the drop-in's public error class.
+from .safetensors import SafetensorError as _TypeRefused
 
 __all__ = ["load", "iter_tensors", "load_shard", "load_shard_with_stats", "load_dtensors", "load_dtensors_with_stats",
            "tensor_of"]
@@ -45,7 +48,6 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     before the first tensor."""
     import fnmatch
     from .inspect import inspect
-    from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
                                          revision=revision, read_only=read_only, verify=verify, digests=digests,
@@ -59,7 +61,7 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             # is shard by shard (the shards in name order, as the core orders an index's files), by offset. No
             # describing the checkpoint a second time (inspect: about 25 µs a tensor, issue 33).
             for component in sorted(components, key=lambda c: (c.source_file, c.source_offset)):
-                tensor = _frameworks.to_device(tensor_of(component), target, component)
+                tensor = _tensors.to_device(tensor_of(component), target, component)
                 weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
                 yield component.source_name, tensor
             return
@@ -69,10 +71,10 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             name = entry["name"]
             component = by_name.get(name)
             if component is not None:
-                tensor = _frameworks.to_device(tensor_of(component), target, component)
+                tensor = _tensors.to_device(tensor_of(component), target, component)
                 weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
             elif entry.get("bytes") == 0 and (tensors is None or any(fnmatch.fnmatchcase(name, p) for p in tensors)):
-                tensor = _frameworks.to_device(_frameworks.to_torch(None, entry["dtype"], entry["shape"]), target)
+                tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), target)
             else:
                 continue  # not selected
             yield name, tensor
@@ -186,12 +188,7 @@ def tensor_of(component):
     torch as uint8 and are viewed as the element type, so that types torch cannot import by DLPack code
     (bool, the 8-bit floats in torch 1.13) still load. A block-quantized component is uint8 of shape
     grid + (bytes_per_block,)."""
-    from .safetensors import _dtypes, _frameworks
-    code = _dtypes.BY_ROOTSPAN[component.dtype].code  # the format's name ("C64" for rootspan's C32)
-    shape = component.shape
-    if component.encoding == "block_quantized":
-        shape = shape + (component.bytes_per_block,)
-    return _frameworks.to_torch(component, code, shape)
+    return _tensors.tensor_of(component, _TypeRefused)
 
 
 def _load(path, rank, world_size, split, schema, device, provider, strategy, tensors=None, revision=None,
@@ -200,7 +197,6 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
     or the checkpoint's own tensor names with by_source_name."""
     if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size < 1:
         raise ValueError(f"world_size must be at least 1, got {world_size}")
-    from .safetensors import _frameworks
     target = torch.device(device)  # raises for a device torch does not know
     context = Context()
     weights = context.load(path, schema=schema, provider=provider, strategy=strategy, rank=rank,
@@ -213,7 +209,7 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
             tensor = tensor_of(component)
             name = component.source_name if by_source_name else cid
             names.append(name)
-            out[name] = _frameworks.to_device(tensor, target, component)
+            out[name] = _tensors.to_device(tensor, target, component)
     except BaseException:
         out.clear()
         raise

@@ -255,8 +255,8 @@ def iterate(path, revision=None, options=None, stats=None):
     import torch
     from .context import Context
     from .inspect import inspect
-    from .safetensors import _frameworks
-    from .torch import tensor_of
+    from . import _tensors
+    from .torch import _TypeRefused, tensor_of
     options = options or Options()
     stats = stats or LoadStats(path)
     started = time.perf_counter()
@@ -278,11 +278,11 @@ def iterate(path, revision=None, options=None, stats=None):
             name = entry["name"]
             component = by_name.get(name)
             if component is not None:
-                tensor = _frameworks.to_device(tensor_of(component), cpu, component)
+                tensor = _tensors.to_device(tensor_of(component), cpu, component)
                 weights._wstate.give_up(component.index)  # back as soon as the model drops the tensor
             elif entry.get("bytes") == 0 and (options.tensors is None
                                               or any(fnmatch.fnmatchcase(name, p) for p in options.tensors)):
-                tensor = _frameworks.to_torch(None, entry["dtype"], entry["shape"])
+                tensor = _tensors.empty_tensor(entry, _TypeRefused)
             else:
                 continue  # not selected
             stats.tensors += 1

@@ -1,10 +1,9 @@
 """The element types of the safetensors format as the reference library names them.
 
-One table: each format code ("F32"), the framework-style names a TensorSpec
-may be given ("float32", "bfloat16", "float8_e4m3fn", ...), rootspan's own
-name for the same type (its C ABI calls complex64 "C32"; bits and numpy type
-come from rootspan.dtypes), torch's name, and the place of the type in the
-order the writer lays tensors out in.
+The format's view of rootspan's one table of element types (rootspan.dtypes): each format code ("F32"),
+rootspan's own name for the same type (its C ABI calls complex64 "C32"), and the place of the type in the
+order the writer lays tensors out in. Bits, numpy type, the framework-style name a TensorSpec may be given
+("float32", "bfloat16", "float8_e4m3fn", ...) and torch's name come from rootspan.dtypes.
 """
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -15,10 +14,22 @@ from rootspan import dtypes as _rootspan_dtypes
 @dataclass(frozen=True)
 class Dtype:
     code: str  # the format's name, as headers spell it
-    names: Tuple[str, ...]  # framework-style names (numpy's and torch's dtype names)
     rootspan: str  # rootspan's name
-    torch: Optional[str]  # the torch.dtype attribute; None where torch has none
-    torch_since: str = ""  # the torch release that added it, for the refusal
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        """The framework-style names (numpy's and torch's dtype names)."""
+        return (_rootspan_dtypes.framework_name(self.rootspan),)
+
+    @property
+    def torch(self) -> Optional[str]:
+        """The torch.dtype attribute; None where torch has none."""
+        return None if _rootspan_dtypes.torch_release(self.rootspan) is None else self.names[0]
+
+    @property
+    def torch_since(self) -> str:
+        """The torch release that added it, for the refusal."""
+        return _rootspan_dtypes.torch_release(self.rootspan) or ""
 
     @property
     def bits(self):
@@ -32,30 +43,9 @@ class Dtype:
 
 # In the order of the format's type enumeration: the writer places tensors of
 # later (wider) types first, so that every tensor stays aligned to its width.
-TABLE = (
-    Dtype("BOOL", ("bool",), "BOOL", "bool"),
-    Dtype("F4", ("float4_e2m1fn_x2",), "F4", "float4_e2m1fn_x2", "2.8"),  # two values a byte
-    Dtype("F6_E2M3", ("float6_e2m3fn",), "F6_E2M3", None),
-    Dtype("F6_E3M2", ("float6_e3m2fn",), "F6_E3M2", None),
-    Dtype("U8", ("uint8",), "U8", "uint8"),
-    Dtype("I8", ("int8",), "I8", "int8"),
-    Dtype("F8_E5M2", ("float8_e5m2",), "F8_E5M2", "float8_e5m2", "2.1"),
-    Dtype("F8_E4M3", ("float8_e4m3fn",), "F8_E4M3", "float8_e4m3fn", "2.1"),
-    Dtype("F8_E8M0", ("float8_e8m0fnu",), "F8_E8M0", "float8_e8m0fnu", "2.7"),
-    Dtype("F8_E4M3FNUZ", ("float8_e4m3fnuz",), "F8_E4M3FNUZ", "float8_e4m3fnuz", "2.2"),
-    Dtype("F8_E5M2FNUZ", ("float8_e5m2fnuz",), "F8_E5M2FNUZ", "float8_e5m2fnuz", "2.2"),
-    Dtype("I16", ("int16",), "I16", "int16"),
-    Dtype("U16", ("uint16",), "U16", "uint16", "2.3"),
-    Dtype("F16", ("float16",), "F16", "float16"),
-    Dtype("BF16", ("bfloat16",), "BF16", "bfloat16"),
-    Dtype("I32", ("int32",), "I32", "int32"),
-    Dtype("U32", ("uint32",), "U32", "uint32", "2.3"),
-    Dtype("F32", ("float32",), "F32", "float32"),
-    Dtype("C64", ("complex64",), "C32", "complex64"),
-    Dtype("F64", ("float64",), "F64", "float64"),
-    Dtype("I64", ("int64",), "I64", "int64"),
-    Dtype("U64", ("uint64",), "U64", "uint64", "2.3"),
-)
+TABLE = tuple(Dtype(code, _rootspan_dtypes.from_format_code(code)) for code in (
+    "BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+    "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64"))
 
 BY_CODE = {d.code: d for d in TABLE}
 BY_ROOTSPAN = {d.rootspan: d for d in TABLE}

@@ -15,9 +15,9 @@ roots nothing uses any more (rootspan/weights.py).
 import os
 import threading
 
-from rootspan import _memory, errors as _core_errors
+from rootspan import _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
-from rootspan.safetensors import _frameworks, _slicing
+from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
 # Every framework name the reference accepts -> its long name. numpy and
@@ -161,10 +161,11 @@ class safe_open:
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
+            name = _dtypes.BY_CODE[code].rootspan
             if self._framework == "numpy":
-                return _frameworks.to_numpy(component, code, shape)
-            tensor = _frameworks.to_torch(component, code, shape)
-        return _frameworks.to_device(tensor, self._device, component)
+                return _tensors.to_numpy(component, name, shape)
+            tensor = _tensors.to_torch(component, name, shape, SafetensorError)
+        return _tensors.to_device(tensor, self._device, component)
 
     def get_tensors(self):
         """Every tensor, by name, in file order."""

@@ -15,8 +15,8 @@ was loaded is an IoError, never a SIGBUS or the zeros past its new end.
 """
 import numbers
 
-from rootspan import _memory
-from rootspan.safetensors import _frameworks
+from rootspan import _memory, _tensors
+from rootspan.safetensors import _dtypes
 from rootspan.safetensors._errors import SafetensorError, shown
 
 _I32_MAX = 2 ** 31 - 1
@@ -33,11 +33,12 @@ class PySafeSlice:
         self._device = handle._device
         self._component = component
         self._nbytes = 0 if component is None else component.nbytes
+        name = _dtypes.BY_CODE[code].rootspan
         if self._torch:
-            self._full = _frameworks.to_torch(component, code, shape)  # torch indexes views of it
+            self._full = _tensors.to_torch(component, name, shape, SafetensorError)  # torch indexes views of it
             self._rows_shape = list(self._full.shape)
         else:
-            self._dtype = _frameworks.numpy_dtype(code)
+            self._dtype = _tensors.numpy_dtype(name)
             self._rows_shape = list(shape)
         # The lease every export of the component shares: it keeps the memory, the slices copy out of it.
         self._lease = None if component is None else component._export_lease()
@@ -50,7 +51,7 @@ class PySafeSlice:
 
     def __getitem__(self, index):
         if self._torch:
-            return _frameworks.to_device(self._full[index], self._device, self._component)
+            return _tensors.to_device(self._full[index], self._device, self._component)
         import numpy
         resolved = _numpy_index(index, self._shape)
         if self._row_bytes() is None:

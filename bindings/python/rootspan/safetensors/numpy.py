@@ -10,11 +10,11 @@ from typing import Dict, List, Optional, Union
 
 import numpy as np
 
+from rootspan.safetensors import _dtypes
 from rootspan.safetensors._safetensors_rust import TensorSpec, deserialize, safe_open, serialize, serialize_file
 
-_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "U64": np.uint64,
-          "I32": np.int32, "U32": np.uint32, "I16": np.int16, "U16": np.uint16, "I8": np.int8, "U8": np.uint8,
-          "BOOL": bool, "C64": np.complex64}
+# Format code -> numpy dtype, for the types numpy has (rootspan.dtypes' table).
+_TYPES = {d.code: np.dtype(d.numpy) for d in _dtypes.TABLE if d.numpy is not None}
 
 
 def _getdtype(dtype_str: str):

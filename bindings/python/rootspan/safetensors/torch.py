@@ -14,7 +14,9 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 
 import torch
 
-from rootspan.safetensors import _dtypes, _frameworks
+from rootspan import _tensors
+from rootspan.safetensors import _dtypes
+from rootspan.safetensors._errors import SafetensorError
 from rootspan.safetensors._safetensors_rust import TensorSpec, deserialize, safe_open, serialize, serialize_file
 
 _float8_e4m3fn = getattr(torch, "float8_e4m3fn", None)
@@ -242,7 +244,7 @@ def _view2torch(safeview) -> Dict[str, torch.Tensor]:
     result = {}
     for name, v in safeview:
         dtype = _getdtype(v["dtype"])
-        shape = _frameworks.torch_storage_shape(v["dtype"], v["shape"])
+        shape = _tensors.torch_storage_shape(_dtypes.BY_CODE[v["dtype"]].rootspan, v["shape"], SafetensorError)
         if len(v["data"]) == 0:
             result[name] = torch.empty(shape, dtype=dtype)
         else:

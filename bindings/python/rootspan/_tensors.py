@@ -1,4 +1,6 @@
-"""A loaded component as a numpy array or a torch tensor, with no copy.
+"""A loaded component as a numpy array or a torch tensor, with no copy: the one conversion rootspan.torch,
+rootspan.vllm and the safetensors drop-in (rootspan.safetensors) use. Element types are rootspan's names
+("F32", "C32"); numpy and torch are imported only when a conversion runs.
 
 Both frameworks get the component's bytes (one lease every array and tensor
 of the component shares, see rootspan/weights.py) as flat uint8 memory and
@@ -9,9 +11,7 @@ has reach consumers that cannot import it by DLPack type code (bool and the
 """
 import importlib
 
-from rootspan import _memory, dlpack
-from rootspan.safetensors import _dtypes
-from rootspan.safetensors._errors import SafetensorError
+from . import _memory, dlpack, dtypes
 
 
 class _Bytes:
@@ -30,25 +30,25 @@ class _Bytes:
                              what=f"tensor {c.source_name!r}")
 
 
-def numpy_dtype(code):
-    """numpy's dtype for a format code; bfloat16 and the 8-bit floats through ml_dtypes when it is installed."""
+def numpy_dtype(name):
+    """numpy's dtype for an element type; bfloat16 and the 8-bit floats through ml_dtypes when it is installed."""
     import numpy
-    found = _dtypes.BY_CODE[code]
-    if found.numpy is not None:
-        return numpy.dtype(found.numpy)
-    name = found.torch or found.names[0]
+    typestr = dtypes.numpy_typestr(name)
+    if typestr is not None:
+        return numpy.dtype(typestr)
+    framework_name = dtypes.framework_name(name)
     try:
         ml_dtypes = importlib.import_module("ml_dtypes")
-        return numpy.dtype(getattr(ml_dtypes, name))
+        return numpy.dtype(getattr(ml_dtypes, framework_name))
     except (ImportError, AttributeError):
-        raise TypeError(f"{code} has no numpy dtype: numpy has no {name} type, and ml_dtypes (which adds it) "
-                        "is not installed; open the file with framework=\"pt\", or pip install ml_dtypes") from None
+        raise TypeError(f"{name} has no numpy dtype: numpy has no {framework_name} type, and ml_dtypes (which adds "
+                        "it) is not installed; open the file with framework=\"pt\", or pip install ml_dtypes") from None
 
 
-def to_numpy(component, code, shape):
+def to_numpy(component, name, shape):
     """A writable (copy-on-write) numpy array over the component's bytes (component None: an empty tensor)."""
     import numpy
-    dtype = numpy_dtype(code)
+    dtype = numpy_dtype(name)
     if component is None:
         return numpy.empty(shape, dtype=dtype)  # no bytes to share
     lease = component._export_lease()
@@ -56,35 +56,35 @@ def to_numpy(component, code, shape):
     return flat.view(dtype).reshape(shape)
 
 
-_torch_dtypes = {}  # format code -> torch dtype, looked up once (every tensor asks)
+_torch_dtypes = {}  # element type -> torch dtype, looked up once (every tensor asks)
 
 
-def torch_dtype(code):
-    """torch's dtype for a format code, or a SafetensorError naming the torch release that has it."""
-    found = _torch_dtypes.get(code)
+def torch_dtype(name, error=TypeError):
+    """torch's dtype for an element type, or `error` naming the torch release that has it."""
+    found = _torch_dtypes.get(name)
     if found is None:
-        found = _torch_dtypes[code] = _torch_dtype(code)  # raises, caching nothing, for a type torch lacks
+        found = _torch_dtypes[name] = _torch_dtype(name, error)  # raises, caching nothing, for a type torch lacks
     return found
 
 
-def _torch_dtype(code):
+def _torch_dtype(name, error):
     import torch
-    found = _dtypes.BY_CODE[code]
-    if found.torch is None:
-        raise SafetensorError(f"Dtype not understood: {code} (torch has no {found.names[0]} type)")
-    dtype = getattr(torch, found.torch, None)
+    attribute, since = dtypes.framework_name(name), dtypes.torch_release(name)
+    if since is None:
+        raise error(f"Dtype not understood: {name} (torch has no {attribute} type)")
+    dtype = getattr(torch, attribute, None)
     if dtype is None:
-        raise SafetensorError(f"{code} is torch.{found.torch}, which torch {torch.__version__} lacks (torch "
-                              f"{found.torch_since} and later have it)")
+        raise error(f"{name} is torch.{attribute}, which torch {torch.__version__} lacks (torch {since} and later "
+                    f"have it)")
     return dtype
 
 
-def torch_storage_shape(code, shape):
+def torch_storage_shape(name, shape, error=TypeError):
     """The shape torch holds a tensor in: float4_e2m1fn_x2 packs two values a byte, halving the last dimension."""
-    if code != "F4" or not shape:
+    if name != "F4" or not shape:
         return list(shape)
     if shape[-1] % 2:
-        raise SafetensorError(f"f4_x2 dtype requires that the last dim be divisible by 2 in torch: got {list(shape)}")
+        raise error(f"f4_x2 dtype requires that the last dim be divisible by 2 in torch: got {list(shape)}")
     return list(shape[:-1]) + [shape[-1] // 2]
 
 
@@ -100,11 +100,13 @@ def to_device(tensor, device, component=None):
     return tensor.to(device)
 
 
-def to_torch(component, code, shape):
-    """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor)."""
+def to_torch(component, name, shape, error=TypeError):
+    """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor).
+    error: the exception for a type this torch lacks."""
     import torch
-    dtype = torch_dtype(code)
-    storage_shape = torch_storage_shape(code, shape) if code == "F4" else shape
+    import torch.utils.dlpack
+    dtype = torch_dtype(name, error)
+    storage_shape = torch_storage_shape(name, shape, error) if name == "F4" else shape
     if component is None:
         return torch.empty(storage_shape, dtype=dtype)  # no bytes to share
     if component.read_only:  # torch has no read-only tensors: a writable copy
@@ -117,3 +119,18 @@ def to_torch(component, code, shape):
     if dtype is not torch.uint8:
         flat = flat.view(dtype)
     return flat.view(storage_shape)
+
+
+def empty_tensor(entry, error=TypeError):
+    """The torch tensor of an empty tensor of a checkpoint's description (rootspan.inspect's {"dtype", "shape"}):
+    no bytes, so no component."""
+    return to_torch(None, dtypes.from_format_code(entry["dtype"]), entry["shape"], error)
+
+
+def tensor_of(component, error=TypeError):
+    """A CPU tensor over a loaded component's memory (to_torch): a block-quantized component is uint8 of shape
+    grid + (bytes_per_block,)."""
+    shape = component.shape
+    if component.encoding == "block_quantized":
+        shape = shape + (component.bytes_per_block,)
+    return to_torch(component, component.dtype, shape, error)
