@@ -93,7 +93,8 @@ def load(path, device="cpu", tensors=None, revision=None, strategy=None, *, read
                                  certificate_chain=certificate_chain, ignore_unsigned_files=ignore_unsigned_files))
 
 
-def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read"):
+def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", provider="host", strategy="read", *,
+               with_stats=False):
     """This rank's slice of every component of a checkpoint, as {component id: torch.Tensor}.
 
     split maps component id patterns (shell-style globs) to the dimension to
@@ -108,19 +109,19 @@ def load_shard(path, rank, world_size, split=None, schema=None, device="cpu", pr
     file regions that can be used in place are mapped copy-on-write: the
     tensors use them in place, and a write never reaches the file. device:
     where the tensors go ("cpu", or any torch device they are moved to).
-    load_shard_with_stats also returns the bytes this rank read."""
-    tensors, _, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
-    return tensors
+    with_stats=True returns (tensors, the bytes this rank read from the checkpoint's files)."""
+    tensors, bytes_read, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
+    return (tensors, bytes_read) if with_stats else tensors
 
 
 def load_shard_with_stats(path, rank, world_size, split=None, schema=None, device="cpu", provider="host",
                           strategy="read"):
-    """load_shard, and the bytes this rank read from the checkpoint's files."""
-    tensors, bytes_read, _ = _load(path, rank, world_size, split, schema, device, provider, strategy)
-    return tensors, bytes_read
+    """load_shard(..., with_stats=True), by the name earlier releases gave it."""
+    return load_shard(path, rank, world_size, split, schema, device, provider, strategy, with_stats=True)
 
 
-def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
+def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read", *,
+                  with_stats=False):
     """This rank's slice of every component as torch DTensors on a one-dimensional device mesh:
     {name: DTensor}, names the checkpoint's own (component ids with a schema).
 
@@ -129,14 +130,8 @@ def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=N
     shared as DTensor's Shard shares an uneven dimension (each rank ceil(n / world), the last what is left),
     so DTensor.full_tensor() is the whole tensor. Local tensors live on the mesh's device type. A
     block-quantized component (from a schema) is uint8 blocks, sharded on whole blocks only. Needs torch
-    with torch.distributed.tensor (2.4 or later). load_dtensors_with_stats also returns the bytes this rank
-    read."""
-    dtensors, _ = load_dtensors_with_stats(path, device_mesh, plan, schema, tensors, revision, strategy)
-    return dtensors
-
-
-def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
-    """load_dtensors, and the bytes this rank read from the checkpoint's files."""
+    with torch.distributed.tensor (2.4 or later). with_stats=True returns (dtensors, the bytes this rank read
+    from the checkpoint's files)."""
     try:
         from torch.distributed.tensor import DTensor, Replicate, Shard
     except ImportError as missing:
@@ -179,7 +174,12 @@ def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None,
             tensor = tensor.to(device_mesh.device_type)
         dtensors[name] = DTensor.from_local(tensor, device_mesh, [placement], run_check=False,
                                             shape=torch.Size(full_shape), stride=tuple(stride))
-    return dtensors, bytes_read
+    return (dtensors, bytes_read) if with_stats else dtensors
+
+
+def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
+    """load_dtensors(..., with_stats=True), by the name earlier releases gave it."""
+    return load_dtensors(path, device_mesh, plan, schema, tensors, revision, strategy, with_stats=True)
 
 
 def tensor_of(component):

@@ -54,7 +54,7 @@ def worker(rank, world, port, path, schema, plan, out):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         mesh = init_device_mesh("cpu", (world,))
-        dtensors, bytes_read = rootspan.torch.load_dtensors_with_stats(path, mesh, plan, schema=schema)
+        dtensors, bytes_read = rootspan.torch.load_dtensors(path, mesh, plan, schema=schema, with_stats=True)
         report = {"rank": rank, "bytes_read": bytes_read, "local_shapes": {}, "placements": {}, "full": {}}
         for name, dtensor in dtensors.items():
             report["local_shapes"][name] = list(dtensor.to_local().shape)

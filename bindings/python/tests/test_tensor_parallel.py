@@ -115,7 +115,8 @@ def gather(tensor, dim, world):
 def worker(rank, world, port, folder, schema, out):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        shard, bytes_read = rootspan.torch.load_shard_with_stats(folder, rank, world, split=SPLIT, schema=schema)
+        shard, bytes_read = rootspan.torch.load_shard(folder, rank, world, split=SPLIT, schema=schema,
+                                                       with_stats=True)
         report = {"rank": rank, "bytes_read": bytes_read, "mismatches": [], "shapes": {}}
         with rootspan.Context() as ctx, ctx.load(folder, schema=schema, provider="host") as full:
             for name, (_, _, dim) in TENSORS.items():
