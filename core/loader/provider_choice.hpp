@@ -12,7 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/context.hpp"
+#include "core/diagnostic.hpp"
+#include "core/provider_report.hpp"
 
 namespace rootspan {
 

@@ -243,7 +243,8 @@ std::vector<Contract> StructSizeContract::contracts() {
        {END(rootspan_load_options, progress_context), END(rootspan_load_options, revision),
         END(rootspan_load_options, split_rule_count), END(rootspan_load_options, staging_buffer_count),
         END(rootspan_load_options, copy_on_write), END(rootspan_load_options, digests_path),
-        END(rootspan_load_options, populate), END(rootspan_load_options, source_digests)},
+        END(rootspan_load_options, populate), END(rootspan_load_options, source_digests),
+        END(rootspan_load_options, ignore_unsigned_files)},
        alignof(rootspan_load_options),
        false,
        [](void *p) {
@@ -275,6 +276,24 @@ std::vector<Contract> StructSizeContract::contracts() {
          rootspan_string_free(json);
          return o;
        }},
+      {STRUCT(rootspan_sign_options, SIGN_OPTIONS),
+       {END(rootspan_sign_options, revision)},
+       alignof(rootspan_sign_options),
+       false,
+       [](void *p) {
+         rootspan_sign_options o{};
+         o.struct_size = ROOTSPAN_SIGN_OPTIONS_STRUCT_SIZE;
+         o.private_key_path = "/nonexistent/rootspan-test-key.pem";  // an accepted size fails reading it: Io
+         as<rootspan_sign_options>(p) = o;
+       },
+       [path](void *p) {
+         Error e;
+         char *json = nullptr;
+         const Outcome o = e.outcome(rootspan_model_sign(path.c_str(), &as<rootspan_sign_options>(p), &json, e.out()));
+         rootspan_string_free(json);
+         return o;
+       },
+       ROOTSPAN_ERR_IO},
       // Outputs: the library fills them.
       {STRUCT(rootspan_requested, REQUESTED),
        {END(rootspan_requested, length)},

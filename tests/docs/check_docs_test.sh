@@ -28,7 +28,7 @@ python3 "$source_root/.ci/check-docs" --build "$build_root" "$work/cli.md" > "$w
 cat "$work/out"
 [ "$status" = 1 ] || fail "check-docs exited $status on broken references, not 1"
 for expected in \
-  "cli.md:3: list of subcommands lacks hash, help" \
+  "cli.md:3: list of subcommands lacks hash, sign, help" \
   "cli.md:5: path \`core/no_such_file.cpp\` does not exist" \
   "cli.md:5: link target no-such-doc.md does not exist" \
   "cli.md:5: path \`no_such_file.hpp\` does not exist" \

@@ -213,6 +213,20 @@ TEST_F(CheckpointOptionsTest, AMalformedRequestIsNamedAfterTheCallMade) {
   EXPECT_EQ(json, nullptr);
 }
 
+// Every option is checked before any file work: staging bounds out of range
+// fail as such even when the checkpoint does not exist (the library would
+// otherwise report the missing file first).
+TEST_F(CheckpointOptionsTest, StagingBoundsAreCheckedBeforeAnyFileIsOpened) {
+  rootspan_load_options o = options();
+  o.staging_buffer_count = 65;
+  ASSERT_EQ(load(dir_.path() / "no-such-checkpoint", o), ROOTSPAN_ERR_INVALID_ARGUMENT) << message();
+  EXPECT_NE(message().find("options.staging_buffer_count is 65; at most 64"), std::string::npos) << message();
+  o.staging_buffer_count = 0;
+  o.staging_buffer_bytes = (1ull << 30) + 1;
+  ASSERT_EQ(load(dir_.path() / "no-such-checkpoint", o), ROOTSPAN_ERR_INVALID_ARGUMENT) << message();
+  EXPECT_NE(message().find("options.staging_buffer_bytes"), std::string::npos) << message();
+}
+
 TEST_F(CheckpointOptionsTest, ACallerWithTheOlderStructLoadsEverything) {
   // A caller compiled before tensors existed: its struct ends at
   // progress_context, and the bytes after it are never read.

@@ -20,6 +20,7 @@
 #include "weights/api/inspect.hpp"
 #include "weights/api/live_handles.hpp"
 #include "weights/pipeline/load_pipeline.hpp"
+#include "weights/placement/staging_ring.hpp"
 #include "weights/schema/schema.hpp"
 
 // The versioned structs of weights.h, for check_struct/read_struct/write_struct.
@@ -396,8 +397,10 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.copy_on_write = o.copy_on_write != 0;
     load.populate = o.populate != 0;
     load.source_digests = o.source_digests != 0;
-    // 0 is the default; the ring checks the bounds (checked_staging_shape).
-    load.staging = {o.staging_buffer_count, o.staging_buffer_bytes};
+    // Checked here, before any file is opened (0 is the default).
+    auto staging = weights::checked_staging_shape({o.staging_buffer_count, o.staging_buffer_bytes});
+    if (!staging) return staging.error();
+    load.staging = staging.value();
     if (o.progress != nullptr) {
       load.progress = [&o](const weights::LoadProgress &p) {
         const rootspan_load_progress progress{sizeof(rootspan_load_progress),

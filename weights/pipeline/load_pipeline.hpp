@@ -1,9 +1,10 @@
 // The load pipeline: the one sequence every request about a checkpoint runs,
 // whichever entry point it came through (weights.h's load, read plan, hash
 // and inspect, the CLI's commands, Python). A request is decoded once into a
-// LoadRequest, so a malformed one fails before any file is opened (but for
-// the staging ring's bounds, checked when placement starts, after the file
-// work: checked_staging_shape in materialize.cpp); then
+// LoadRequest, so a malformed one fails before any file is opened (the
+// staging ring's bounds too: the C entry point checks them as it decodes,
+// with checked_staging_shape, which load_components applies again for its
+// callers that come straight to it); then
 //
 //   open -> schema -> select -> resolve -> plan        (prepare_load)
 //   -> the digests a verified load checks (and a signed model's) -> place  (run_load)
