@@ -11,55 +11,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
+#include "c_api_load_fixture.hpp"
 
 namespace mtest {
 namespace {
 
-class CheckpointOptionsTest : public ::testing::Test {
+class CheckpointOptionsTest : public CApiLoadTest {
  protected:
   void SetUp() override {
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_NO_FATAL_FAILURE(CApiLoadTest::SetUp());
     a_ = write_safetensors(dir_, "a.safetensors", {{"model.layers.0.up", "F32", {8}}, {"model.embed", "F32", {4}}}, 5);
     b_ = write_safetensors(dir_, "b.safetensors", {{"model.layers.1.up", "F32", {8}}, {"lm_head", "F32", {2}}}, 6);
     write_index(dir_, {{"a.safetensors", &a_}, {"b.safetensors", &b_}});
   }
-
-  void TearDown() override {
-    free_weights();
-    std::uint64_t live = 0;
-    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
-  }
-
-  void free_weights() {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    weights_ = nullptr;
-  }
-
-  static rootspan_load_options options() {
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = "host";
-    return o;
-  }
-
-  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
-    free_weights();
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
-    error_.reset(raw);
-    if (status != ROOTSPAN_OK) {
-      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
-    }
-    return status;
-  }
-
-  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
 
   std::vector<std::string> loaded_ids() const {
     std::size_t n = 0;
@@ -80,8 +44,6 @@ class CheckpointOptionsTest : public ::testing::Test {
     return n;
   }
 
-  std::size_t live_roots() const { return context_->context->live_roots(); }
-
   // rootspan_checkpoint_inspect_with_options; the document, or null with
   // error_ set.
   nlohmann::json inspect(const fs::path &path, const rootspan_inspect_options *o) {
@@ -101,9 +63,6 @@ class CheckpointOptionsTest : public ::testing::Test {
   TempDir dir_;
   WrittenFile a_;
   WrittenFile b_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  ErrorPtr error_;
 };
 
 // Fields are only ever appended: the new ones come after progress_context,

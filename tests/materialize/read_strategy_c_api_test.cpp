@@ -14,9 +14,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
-#include "tests/support/upload_provider.hpp"
+#include "c_api_load_fixture.hpp"
 #include "weights/placement/available_memory.hpp"
 
 namespace mtest {
@@ -56,43 +54,13 @@ int cancel_at_second_progress(void *context, const rootspan_load_progress *) {
   return ++*static_cast<int *>(context) >= 2 ? 1 : 0;
 }
 
-class ReadStrategyTest : public ::testing::Test {
+class ReadStrategyTest : public UploadCApiLoadTest {
  protected:
-  void SetUp() override {
-    upload_reset();
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
-    ASSERT_EQ(rootspan_context_add_provider(context_, upload_entry, nullptr, &raw), ROOTSPAN_OK) << describe(raw);
-  }
-  void TearDown() override {
-    free_weights();
-    std::uint64_t live = 0;
-    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    EXPECT_EQ(live, 0u);
-    EXPECT_EQ(upload_live_blocks(), 0);
-  }
-  void free_weights() {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    weights_ = nullptr;
-  }
-
-  rootspan_load_options options(rootspan_load_strategy strategy, const char *provider = "host") const {
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = provider;
+  static rootspan_load_options options(rootspan_load_strategy strategy, const char *provider = "host") {
+    rootspan_load_options o = CApiLoadTest::options(provider);
     o.strategy = strategy;
     return o;
   }
-  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
-    free_weights();
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
-    error_.reset(raw);
-    return status;
-  }
-  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
   nlohmann::json report() const {
     char *json = nullptr;
     EXPECT_EQ(rootspan_weights_read_report(weights_, &json, nullptr), ROOTSPAN_OK);
@@ -100,7 +68,6 @@ class ReadStrategyTest : public ::testing::Test {
     rootspan_string_free(json);
     return doc;
   }
-  std::size_t live_roots() const { return context_->context->live_roots(); }
 
   // Every loaded component's bytes, read back through its provider, equal the file's.
   void expect_bytes_of(const WrittenFile &file) {
@@ -137,9 +104,6 @@ class ReadStrategyTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  ErrorPtr error_;
 };
 
 TEST_F(ReadStrategyTest, DirectReadsGiveTheFilesBytesAtEveryAlignment) {

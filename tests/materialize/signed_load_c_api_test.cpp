@@ -20,8 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
+#include "c_api_load_fixture.hpp"
 
 namespace mtest {
 namespace {
@@ -59,11 +58,10 @@ void write_key_pair(const TempDir &dir, const std::string &name) {
   EVP_PKEY_free(key);
 }
 
-class SignedLoadTest : public ::testing::Test {
+class SignedLoadTest : public CApiLoadTest {
  protected:
   void SetUp() override {
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_NO_FATAL_FAILURE(CApiLoadTest::SetUp());
     // Two shards and an index (the model folder: model_), a config beside
     // them; keys and signatures outside it (keys_).
     a_ = write_safetensors(model_, "a.safetensors", {{"up", "F32", {8, 4}}, {"embed", "F32", {4}}}, 5);
@@ -75,20 +73,6 @@ class SignedLoadTest : public ::testing::Test {
     private_key_ = (keys_.path() / "signer.pem").string();
     public_key_ = (keys_.path() / "signer.pub.pem").string();
     signature_ = (keys_.path() / "model.sig").string();
-  }
-
-  void TearDown() override {
-    free_weights();
-    std::uint64_t live = 0;
-    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
-  }
-
-  void free_weights() {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    weights_ = nullptr;
   }
 
   rootspan_sign_options sign_options(bool shards = false) const {
@@ -121,23 +105,17 @@ class SignedLoadTest : public ::testing::Test {
   }
 
   rootspan_load_options options() const {
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = "host";
+    rootspan_load_options o = CApiLoadTest::options();
     o.signature_path = signature_.c_str();
     o.public_key_path = public_key_.c_str();
     return o;
   }
 
+  // Loads the model folder; a failure leaves no root.
   rootspan_status load(const rootspan_load_options &o) {
-    free_weights();
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, model_.path().c_str(), &o, &weights_, &raw);
-    message_ = raw != nullptr ? rootspan_error_message(raw) : "";
-    rootspan_error_free(raw);
+    const rootspan_status status = CApiLoadTest::load(model_.path(), o);
     if (status != ROOTSPAN_OK) {
-      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
-      EXPECT_EQ(context_->context->live_roots(), 0u) << "a failed signed load left roots";
+      EXPECT_EQ(live_roots(), 0u) << "a failed signed load left roots";
     }
     return status;
   }
@@ -167,14 +145,11 @@ class SignedLoadTest : public ::testing::Test {
   TempDir model_, keys_;
   WrittenFile a_, b_;
   std::string private_key_, public_key_, signature_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  std::string message_;
 };
 
 TEST_F(SignedLoadTest, AFilesSignatureLoadsAndListsEveryFile) {
   sign();
-  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   const nlohmann::json d = report(rootspan_weights_digests);
   ASSERT_EQ(d["verified"].size(), 4u) << d.dump();
   const char *names[] = {"a.safetensors", "b.safetensors", "config.json", "model.safetensors.index.json"};
@@ -193,7 +168,7 @@ TEST_F(SignedLoadTest, AFilesSignatureLoadsAndListsEveryFile) {
 
 TEST_F(SignedLoadTest, AShardsSignatureLoadsAndListsEveryShard) {
   sign(true);
-  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   const nlohmann::json d = report(rootspan_weights_digests);
   std::vector<std::string> expected;
   for (const char *name : {"a.safetensors", "b.safetensors", "config.json", "model.safetensors.index.json"}) {
@@ -256,19 +231,19 @@ TEST_F(SignedLoadTest, AChangedWeightByteFailsNamingTheFileOrShardAndBothDigests
     EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH) << shards;
     const std::string actual = sha256_of_file(model_.path() / "b.safetensors");
     if (!shards) {
-      EXPECT_TRUE(has(message_, "file \"b.safetensors\" is not the published one: its SHA-256 is " + actual +
-                                    ", expected " + signed_digest + " (from the signature)"))
-          << message_;
+      EXPECT_TRUE(has(message(), "file \"b.safetensors\" is not the published one: its SHA-256 is " + actual +
+                                     ", expected " + signed_digest + " (from the signature)"))
+          << message();
     } else {
       const std::uint64_t start = at / 64 * 64;
       const std::uint64_t end = std::min<std::uint64_t>(start + 64, fs::file_size(model_.path() / "b.safetensors"));
-      EXPECT_TRUE(has(message_, "shard \"b.safetensors:" + std::to_string(start) + ":" + std::to_string(end) +
-                                    "\" is not the published one"))
-          << message_;
-      EXPECT_TRUE(has(message_, "(from the signature)")) << message_;
+      EXPECT_TRUE(has(message(), "shard \"b.safetensors:" + std::to_string(start) + ":" + std::to_string(end) +
+                                     "\" is not the published one"))
+          << message();
+      EXPECT_TRUE(has(message(), "(from the signature)")) << message();
     }
     write_at(model_.path() / "b.safetensors", at, before);
-    ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+    ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   }
 }
 
@@ -277,18 +252,18 @@ TEST_F(SignedLoadTest, AChangedFileTheLoadDoesNotReadIsRefusedTheSameWay) {
   const std::string signed_digest = sha256_of_file(model_.path() / "config.json");
   model_.write_text("config.json", R"({"model_type": "evil", "hidden_size": 4})");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"config.json\" is not the published one: its SHA-256 is " +
-                                sha256_of_file(model_.path() / "config.json") + ", expected " + signed_digest))
-      << message_;
+  EXPECT_TRUE(has(message(), "file \"config.json\" is not the published one: its SHA-256 is " +
+                                 sha256_of_file(model_.path() / "config.json") + ", expected " + signed_digest))
+      << message();
   // Another size: refused as well (shards: by its size, before any hashing).
   model_.write_text("config.json", "{}");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"config.json\"")) << message_;
+  EXPECT_TRUE(has(message(), "file \"config.json\"")) << message();
   model_.write_text("config.json", R"({"model_type": "tiny", "hidden_size": 4})");
   sign(true);
   model_.write_text("config.json", "{}");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"config.json\" is 2 bytes, but its 1 signed shard(s) cover")) << message_;
+  EXPECT_TRUE(has(message(), "file \"config.json\" is 2 bytes, but its 1 signed shard(s) cover")) << message();
 }
 
 TEST_F(SignedLoadTest, SwappedShardsAreRefused) {
@@ -304,9 +279,9 @@ TEST_F(SignedLoadTest, SwappedShardsAreRefused) {
   write_at(a, first + 64, x);
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
   EXPECT_TRUE(
-      has(message_, "shard \"a.safetensors:" + std::to_string(first) + ":" + std::to_string(first + 64) + "\"") ||
-      has(message_, "shard \"a.safetensors:" + std::to_string(first + 64) + ":" + std::to_string(first + 128) + "\""))
-      << message_;
+      has(message(), "shard \"a.safetensors:" + std::to_string(first) + ":" + std::to_string(first + 64) + "\"") ||
+      has(message(), "shard \"a.safetensors:" + std::to_string(first + 64) + ":" + std::to_string(first + 128) + "\""))
+      << message();
   // Two whole files of the same size swapped under a files signature.
   model_.write_text("config.json", "{\"x\": 1}");
   model_.write_text("generation_config.json", "{\"y\": 2}");
@@ -317,7 +292,7 @@ TEST_F(SignedLoadTest, SwappedShardsAreRefused) {
   fs::rename(model_.path() / "generation_config.json", model_.path() / "config.json");
   fs::rename(model_.path() / "swap", model_.path() / "generation_config.json");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "config.json\" is not the published one")) << message_;
+  EXPECT_TRUE(has(message(), "config.json\" is not the published one")) << message();
 }
 
 TEST_F(SignedLoadTest, ASignatureInsideTheFolderIsLeftOutOfIt) {
@@ -329,40 +304,40 @@ TEST_F(SignedLoadTest, ASignatureInsideTheFolderIsLeftOutOfIt) {
   for (const nlohmann::json &r : statement_of(bundle)["predicate"]["resources"]) EXPECT_NE(r["name"], "model.sig");
   rootspan_load_options l = options();
   l.signature_path = inside.c_str();
-  ASSERT_EQ(load(l), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(l), ROOTSPAN_OK) << message();
   EXPECT_EQ(report(rootspan_weights_digests)["verified"].size(), 4u);
   // The statement itself says so, as the reference writes it: the same
   // bundle kept outside (sign() wrote it there too) loads as well.
   const nlohmann::json ignored = statement_of(bundle)["predicate"]["serialization"]["ignore_paths"];
   EXPECT_NE(std::find(ignored.begin(), ignored.end(), "model.sig"), ignored.end()) << ignored.dump();
-  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   // Another file of the folder is not excused by it.
   model_.write_text("model.sig.bak", bundle.dump());
   EXPECT_EQ(load(l), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "are not signed: \"model.sig.bak\"")) << message_;
+  EXPECT_TRUE(has(message(), "are not signed: \"model.sig.bak\"")) << message();
 }
 
 TEST_F(SignedLoadTest, AMissingOrAnUnsignedFileIsRefusedNamingIt) {
   sign();
   fs::remove(model_.path() / "config.json");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "the signature names 1 file(s) the model folder")) << message_;
-  EXPECT_TRUE(has(message_, "does not have: \"config.json\"")) << message_;
+  EXPECT_TRUE(has(message(), "the signature names 1 file(s) the model folder")) << message();
+  EXPECT_TRUE(has(message(), "does not have: \"config.json\"")) << message();
 
   model_.write_text("config.json", R"({"model_type": "tiny", "hidden_size": 4})");
   model_.write_text("notes/README.md", "added after signing");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "1 file(s) of the model folder")) << message_;
-  EXPECT_TRUE(has(message_, "are not signed: \"notes/README.md\"")) << message_;
+  EXPECT_TRUE(has(message(), "1 file(s) of the model folder")) << message();
+  EXPECT_TRUE(has(message(), "are not signed: \"notes/README.md\"")) << message();
   // ignore_unsigned_files: loaded, the signed files still checked.
   rootspan_load_options o = options();
   o.ignore_unsigned_files = 1;
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   EXPECT_EQ(report(rootspan_weights_digests)["verified"].size(), 4u);
   // ... but it does not excuse a missing one.
   fs::remove(model_.path() / "config.json");
   EXPECT_EQ(load(o), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "does not have: \"config.json\"")) << message_;
+  EXPECT_TRUE(has(message(), "does not have: \"config.json\"")) << message();
 }
 
 TEST_F(SignedLoadTest, AnotherKeyIsRefused) {
@@ -371,20 +346,20 @@ TEST_F(SignedLoadTest, AnotherKeyIsRefused) {
   const std::string other = (keys_.path() / "other.pub.pem").string();
   o.public_key_path = other.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "model.sig")) << message_;
-  EXPECT_TRUE(has(message_, "the bundle was signed by another key")) << message_;
+  EXPECT_TRUE(has(message(), "model.sig")) << message();
+  EXPECT_TRUE(has(message(), "the bundle was signed by another key")) << message();
   // A signature the other key made is refused by the signer's.
   rootspan_sign_options s = sign_options();
   const std::string other_private = (keys_.path() / "other.pem").string();
   s.private_key_path = other_private.c_str();
   sign(s);
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "signed by another key")) << message_;
+  EXPECT_TRUE(has(message(), "signed by another key")) << message();
   // A key file that is not a key names the field's file.
   const std::string not_key = keys_.write_text("not-a-key.pem", "hello").string();
   o.public_key_path = not_key.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "not-a-key.pem")) << message_;
+  EXPECT_TRUE(has(message(), "not-a-key.pem")) << message();
 }
 
 TEST_F(SignedLoadTest, OptionErrorsNameTheField) {
@@ -392,38 +367,38 @@ TEST_F(SignedLoadTest, OptionErrorsNameTheField) {
   rootspan_load_options no_key = options();
   no_key.public_key_path = nullptr;
   EXPECT_EQ(load(no_key), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "options.signature_path needs a public key (public_key_path)")) << message_;
+  EXPECT_TRUE(has(message(), "options.signature_path needs a public key (public_key_path)")) << message();
 
   rootspan_load_options no_signature = options();
   no_signature.signature_path = nullptr;
   EXPECT_EQ(load(no_signature), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "options.signature_path is NULL")) << message_;
+  EXPECT_TRUE(has(message(), "options.signature_path is NULL")) << message();
   rootspan_load_options only_ignore{};
   only_ignore.struct_size = sizeof only_ignore;
   only_ignore.provider = "host";
   only_ignore.ignore_unsigned_files = 1;
   EXPECT_EQ(load(only_ignore), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "ignore_unsigned_files check a signature: options.signature_path is NULL")) << message_;
+  EXPECT_TRUE(has(message(), "ignore_unsigned_files check a signature: options.signature_path is NULL")) << message();
 
   rootspan_load_options null_chain = options();
   null_chain.certificate_chain_count = 2;
   EXPECT_EQ(load(null_chain), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "options.certificate_chain_paths is NULL, but options.certificate_chain_count is 2"))
-      << message_;
+  EXPECT_TRUE(has(message(), "options.certificate_chain_paths is NULL, but options.certificate_chain_count is 2"))
+      << message();
   const std::string ca = keys_.write_text("ca.pem", "").string();
   const char *entries[] = {ca.c_str(), nullptr};
   rootspan_load_options null_entry = options();
   null_entry.certificate_chain_paths = entries;
   null_entry.certificate_chain_count = 2;
   EXPECT_EQ(load(null_entry), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "options.certificate_chain_paths[1] is NULL")) << message_;
+  EXPECT_TRUE(has(message(), "options.certificate_chain_paths[1] is NULL")) << message();
 }
 
 TEST_F(SignedLoadTest, ALinkInTheFolderIsRefusedWithoutAllowSymlinks) {
   sign();
   fs::create_symlink("config.json", model_.path() / "config-link.json");
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_SIGNATURE_INVALID);
-  EXPECT_TRUE(has(message_, "model file \"config-link.json\"")) << message_;
+  EXPECT_TRUE(has(message(), "model file \"config-link.json\"")) << message();
   // Signing does not follow it either.
   char *json = nullptr;
   rootspan_error *raw = nullptr;
@@ -437,7 +412,7 @@ TEST_F(SignedLoadTest, ALinkInTheFolderIsRefusedWithoutAllowSymlinks) {
   rootspan_sign_options allow = sign_options();
   allow.allow_symlinks = 1;
   sign(allow);
-  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   const nlohmann::json d = report(rootspan_weights_digests);
   ASSERT_EQ(d["verified"].size(), 5u) << d.dump();
   EXPECT_EQ(d["verified"][3]["name"], "config.json");
@@ -449,7 +424,7 @@ TEST_F(SignedLoadTest, MmapIsTurnedIntoReadAndTheReportSaysWhy) {
   sign();
   rootspan_load_options o = options();
   o.strategy = ROOTSPAN_LOAD_MMAP;
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   const nlohmann::json r = report(rootspan_weights_read_report);
   EXPECT_EQ(r["requested"], "mmap") << r.dump();
   EXPECT_EQ(r["strategy"], "read") << r.dump();

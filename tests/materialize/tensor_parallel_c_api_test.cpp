@@ -9,53 +9,28 @@
 #include <string>
 #include <vector>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
+#include "c_api_load_fixture.hpp"
 
 namespace mtest {
 namespace {
 
-class TensorParallelTest : public ::testing::Test {
+class TensorParallelTest : public CApiLoadTest {
  protected:
   void SetUp() override {
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_NO_FATAL_FAILURE(CApiLoadTest::SetUp());
     a_ = write_safetensors(dir_, "a.safetensors", {{"up", "F32", {5, 4}}}, 3);
     b_ = write_safetensors(dir_, "b.safetensors", {{"down", "F32", {4, 6}}, {"norm", "F32", {4}}}, 4);
     write_index(dir_, {{"a.safetensors", &a_}, {"b.safetensors", &b_}});
   }
-  void TearDown() override {
-    free_weights();
-    std::uint64_t live = 0;
-    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    EXPECT_EQ(live, 0u);
-  }
-  void free_weights() {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    weights_ = nullptr;
-  }
-
   rootspan_status load(std::uint32_t rank, std::uint32_t world, const std::vector<rootspan_split_rule> &rules,
                        rootspan_split_convention convention = ROOTSPAN_SPLIT_TENSOR_SPLIT) {
-    free_weights();
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = "host";
+    rootspan_load_options o = options();
     o.split_convention = convention;
     o.rank = rank;
     o.world_size = world;
     o.split_rules = rules.empty() ? nullptr : rules.data();
     o.split_rule_count = rules.size();
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, dir_.path().c_str(), &o, &weights_, &raw);
-    message_ = raw != nullptr ? rootspan_error_message(raw) : "";
-    rootspan_error_free(raw);
-    if (status != ROOTSPAN_OK) {
-      EXPECT_EQ(weights_, nullptr);
-    }
-    return status;
+    return CApiLoadTest::load(dir_.path(), o);
   }
 
   rootspan_component_info component(const char *id) const {
@@ -87,13 +62,8 @@ class TensorParallelTest : public ::testing::Test {
     return out;
   }
 
-  std::size_t live_roots() const { return context_->context->live_roots(); }
-
   TempDir dir_;
   WrittenFile a_, b_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  std::string message_;
 };
 
 TEST_F(TensorParallelTest, EachRankLoadsItsRowsAndColumns) {
@@ -101,7 +71,7 @@ TEST_F(TensorParallelTest, EachRankLoadsItsRowsAndColumns) {
                                                   {sizeof(rootspan_split_rule), "down", 1}};
   std::vector<std::byte> up_rows, down_columns[3];
   for (std::uint32_t rank = 0; rank < 3; ++rank) {
-    ASSERT_EQ(load(rank, 3, rules), ROOTSPAN_OK) << message_;
+    ASSERT_EQ(load(rank, 3, rules), ROOTSPAN_OK) << message();
     // up: 5 rows over 3 ranks -> 2, 2, 1 rows of 16 bytes, one range each.
     const rootspan_component_info up = component("up");
     const std::uint64_t up_rows_here = rank < 2 ? 2 : 1;
@@ -129,7 +99,7 @@ TEST_F(TensorParallelTest, EachRankLoadsItsRowsAndColumns) {
 }
 
 TEST_F(TensorParallelTest, WorldSizeZeroAndOlderCallersLoadEverything) {
-  ASSERT_EQ(load(0, 0, {}), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(0, 0, {}), ROOTSPAN_OK) << message();
   std::uint64_t bytes = 0;
   ASSERT_EQ(rootspan_weights_bytes_read(weights_, &bytes), ROOTSPAN_OK);
   EXPECT_EQ(bytes, 80u + 96u + 16u);
@@ -171,28 +141,28 @@ TEST_F(TensorParallelTest, RulesOfALongerStructAreReadAtTheCallersStride) {
 TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
   const rootspan_split_rule up0{sizeof(rootspan_split_rule), "up", 0};
   EXPECT_EQ(load(2, 2, {up0}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("rank 2 is outside [0, 2)"), std::string::npos) << message_;
+  EXPECT_NE(message().find("rank 2 is outside [0, 2)"), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {{sizeof(rootspan_split_rule), "norm", 1}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("splits dimension 1 of component \"norm\""), std::string::npos) << message_;
+  EXPECT_NE(message().find("splits dimension 1 of component \"norm\""), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {up0, {sizeof(rootspan_split_rule), "lm_head", 0}}), ROOTSPAN_ERR_NOT_FOUND);
-  EXPECT_NE(message_.find("\"lm_head\" matches none"), std::string::npos) << message_;
+  EXPECT_NE(message().find("\"lm_head\" matches none"), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {{sizeof(rootspan_split_rule), nullptr, 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("split_rules[0].pattern is NULL"), std::string::npos) << message_;
+  EXPECT_NE(message().find("split_rules[0].pattern is NULL"), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {{4, "up", 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("split_rules[0].struct_size is too small"), std::string::npos) << message_;
+  EXPECT_NE(message().find("split_rules[0].struct_size is too small"), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {{std::size_t{1} << 40, "up", 0}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("split_rules[0].struct_size is too large"), std::string::npos) << message_;
+  EXPECT_NE(message().find("split_rules[0].struct_size is too large"), std::string::npos) << message();
   // Every rule of one array is one version of the struct.
   EXPECT_EQ(load(0, 2, {up0, {ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, "norm", -1}}), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("split_rules[1].struct_size differs from split_rules[0]'s"), std::string::npos) << message_;
+  EXPECT_NE(message().find("split_rules[1].struct_size differs from split_rules[0]'s"), std::string::npos) << message();
   EXPECT_EQ(load(0, 2, {up0}, 7), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("split_convention"), std::string::npos) << message_;
+  EXPECT_NE(message().find("split_convention"), std::string::npos) << message();
   // 5 rows over 4 ranks: tensor_split gives 2, 1, 1, 1; torch.chunk 2, 2, 1 and nothing.
-  EXPECT_EQ(load(1, 4, {up0}), ROOTSPAN_OK) << message_;
+  EXPECT_EQ(load(1, 4, {up0}), ROOTSPAN_OK) << message();
   EXPECT_EQ(load(1, 4, {up0}, ROOTSPAN_SPLIT_CHUNK), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(message_.find("too few for the world size 4 (chunk), so the last rank would get nothing"),
+  EXPECT_NE(message().find("too few for the world size 4 (chunk), so the last rank would get nothing"),
             std::string::npos)
-      << message_;
+      << message();
   rootspan_load_options o{};
   o.struct_size = sizeof o;
   o.world_size = 2;

@@ -23,19 +23,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
+#include "c_api_load_fixture.hpp"
 
 namespace mtest {
 namespace {
 
 constexpr const char *kCommit = "0123456789abcdef0123456789abcdef01234567";
 
-class VerifiedLoadTest : public ::testing::Test {
+class VerifiedLoadTest : public CApiLoadTest {
  protected:
   void SetUp() override {
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
+    ASSERT_NO_FATAL_FAILURE(CApiLoadTest::SetUp());
     // Two shards and an index, as a cache keeps them: large files in blobs
     // named by their SHA-256, the index (in git) by a 40-hex object id.
     repo_ = dir_.path() / "models--org--name";
@@ -50,13 +48,6 @@ class VerifiedLoadTest : public ::testing::Test {
     place_blob(index, "3f786850e387550fdab836ed7e6dc881de23001b", "model.safetensors.index.json");
   }
 
-  void TearDown() override {
-    free_weights();
-    std::uint64_t live = 0;
-    EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-    EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
-  }
-
   fs::path place_blob(const fs::path &from, const std::string &blob, const std::string &name) {
     const fs::path to = repo_ / "blobs" / blob;
     fs::rename(from, to);
@@ -64,30 +55,17 @@ class VerifiedLoadTest : public ::testing::Test {
     return to;
   }
 
-  void free_weights() {
-    if (weights_ != nullptr) {
-      EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_OK);
-    }
-    weights_ = nullptr;
-  }
-
   static rootspan_load_options options() {
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = "host";
+    rootspan_load_options o = CApiLoadTest::options();
     o.check_digests = 1;
     return o;
   }
 
   rootspan_status load(const rootspan_load_options &o) { return load(o, repo_); }
+  // A failure leaves no root.
   rootspan_status load(const rootspan_load_options &o, const fs::path &path) {
-    free_weights();
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
-    message_ = raw != nullptr ? rootspan_error_message(raw) : "";
-    rootspan_error_free(raw);
+    const rootspan_status status = CApiLoadTest::load(path, o);
     if (status != ROOTSPAN_OK) {
-      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
       EXPECT_EQ(live_roots(), 0u) << "a failed verified load left roots";
     }
     return status;
@@ -125,20 +103,15 @@ class VerifiedLoadTest : public ::testing::Test {
     f.write(&c, 1);
   }
 
-  std::size_t live_roots() const { return context_->context->live_roots(); }
-
   TempDir dir_;
   fs::path repo_, blob_a_, blob_b_;
   WrittenFile a_, b_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  std::string message_;
 };
 
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
 TEST_F(VerifiedLoadTest, ACacheLoadChecksEveryShardAgainstItsBlobName) {
-  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(options()), ROOTSPAN_OK) << message();
   const nlohmann::json d = digests();
   EXPECT_TRUE(d["checked"].get<bool>());
   ASSERT_EQ(d["verified"].size(), 2u) << d.dump();
@@ -153,20 +126,20 @@ TEST_F(VerifiedLoadTest, ACacheLoadChecksEveryShardAgainstItsBlobName) {
   // A load not asked to check says so and lists nothing.
   rootspan_load_options plain = options();
   plain.check_digests = 0;
-  ASSERT_EQ(load(plain), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(plain), ROOTSPAN_OK) << message();
   EXPECT_EQ(digests(), nlohmann::json::parse(R"({"checked": false, "verified": [], "unverifiable": []})"));
 }
 
 TEST_F(VerifiedLoadTest, AFlippedByteFailsNamingTheFileAndBothDigests) {
   flip_byte(blob_b_, b_.tensors.at("norm").first + 1);
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"b.safetensors\" is not the published one")) << message_;
-  EXPECT_TRUE(has(message_, "expected " + sha256_hex(b_.bytes))) << message_;
-  EXPECT_TRUE(has(message_, "(from the cache blob name)")) << message_;
+  EXPECT_TRUE(has(message(), "file \"b.safetensors\" is not the published one")) << message();
+  EXPECT_TRUE(has(message(), "expected " + sha256_hex(b_.bytes))) << message();
+  EXPECT_TRUE(has(message(), "(from the cache blob name)")) << message();
   // Every strategy checks the same bytes.
   rootspan_load_options read = options();
   read.strategy = ROOTSPAN_LOAD_READ;
-  EXPECT_EQ(load(read), ROOTSPAN_ERR_DIGEST_MISMATCH) << message_;
+  EXPECT_EQ(load(read), ROOTSPAN_ERR_DIGEST_MISMATCH) << message();
 }
 
 TEST_F(VerifiedLoadTest, ABlobSwappedForAnotherOfTheSameSizeFails) {
@@ -178,15 +151,15 @@ TEST_F(VerifiedLoadTest, ABlobSwappedForAnotherOfTheSameSizeFails) {
     f.write(reinterpret_cast<const char *>(other.data()), static_cast<std::streamsize>(other.size()));
   }
   EXPECT_EQ(load(options()), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"a.safetensors\" is not the published one: its SHA-256 is " + sha256_hex(other)))
-      << message_;
+  EXPECT_TRUE(has(message(), "file \"a.safetensors\" is not the published one: its SHA-256 is " + sha256_hex(other)))
+      << message();
 }
 
 TEST_F(VerifiedLoadTest, ATruncatedBlobFailsBeforeAnythingIsLoaded) {
   fs::resize_file(blob_a_, a_.bytes.size() - 3);
   // The format's own rules see it first: the last tensor runs past the end.
-  EXPECT_EQ(load(options()), ROOTSPAN_ERR_INVALID_CHECKPOINT) << message_;
-  EXPECT_TRUE(has(message_, "a.safetensors")) << message_;
+  EXPECT_EQ(load(options()), ROOTSPAN_ERR_INVALID_CHECKPOINT) << message();
+  EXPECT_TRUE(has(message(), "a.safetensors")) << message();
 }
 
 TEST_F(VerifiedLoadTest, OutsideACacheThereIsNothingToCheckAgainst) {
@@ -211,7 +184,7 @@ TEST_F(VerifiedLoadTest, AManifestChecksWholeFiles) {
   rootspan_load_options o = options();
   o.check_digests = 0;  // a manifest implies the check
   o.digests_path = path.c_str();
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   const nlohmann::json d = digests();
   EXPECT_EQ(d["verified"].size(), 3u) << d.dump();
   EXPECT_EQ(d["verified"][0]["name"], "model.safetensors.index.json");
@@ -222,14 +195,14 @@ TEST_F(VerifiedLoadTest, AManifestChecksWholeFiles) {
   const fs::path extra_path = dir_.write_text("extra.json", extra.dump());
   o.digests_path = extra_path.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "names file \"c.safetensors\", which checkpoint")) << message_;
+  EXPECT_TRUE(has(message(), "names file \"c.safetensors\", which checkpoint")) << message();
   // A file the load reads that the manifest does not name.
   nlohmann::json missing = manifest;
   missing["files"].erase("b.safetensors");
   const fs::path missing_path = dir_.write_text("missing.json", missing.dump());
   o.digests_path = missing_path.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"b.safetensors\" is not named by the digest manifest")) << message_;
+  EXPECT_TRUE(has(message(), "file \"b.safetensors\" is not named by the digest manifest")) << message();
 }
 
 TEST_F(VerifiedLoadTest, ABadManifestIsRefusedNamingWhatIsWrong) {
@@ -237,22 +210,22 @@ TEST_F(VerifiedLoadTest, ABadManifestIsRefusedNamingWhatIsWrong) {
   const fs::path not_json = dir_.write_text("bad.json", "{\"format_version\": 1,");
   o.digests_path = not_json.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "bad.json")) << message_;
-  EXPECT_TRUE(has(message_, "not valid JSON")) << message_;
+  EXPECT_TRUE(has(message(), "bad.json")) << message();
+  EXPECT_TRUE(has(message(), "not valid JSON")) << message();
   const fs::path bad_digest = dir_.write_text(
       "digest.json",
       R"({"format_version": 1, "algorithm": "sha256", "files": {"a.safetensors": {"bytes": 1, "sha256": "XYZ"}}})");
   o.digests_path = bad_digest.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "files[\"a.safetensors\"] needs \"sha256\", 64 lowercase hex digits")) << message_;
+  EXPECT_TRUE(has(message(), "files[\"a.safetensors\"] needs \"sha256\", 64 lowercase hex digits")) << message();
   const fs::path md5 = dir_.write_text("md5.json", R"({"format_version": 1, "algorithm": "md5", "files": {}})");
   o.digests_path = md5.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "algorithm is \"md5\", expected \"sha256\"")) << message_;
+  EXPECT_TRUE(has(message(), "algorithm is \"md5\", expected \"sha256\"")) << message();
   const fs::path absent = dir_.path() / "absent.json";
   o.digests_path = absent.c_str();
   EXPECT_EQ(load(o), ROOTSPAN_ERR_IO);
-  EXPECT_TRUE(has(message_, "absent.json")) << message_;
+  EXPECT_TRUE(has(message(), "absent.json")) << message();
 }
 
 TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
@@ -284,7 +257,7 @@ TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
   const fs::path path = dir_.write_text("ranks.json", manifest.dump());
   o.digests_path = path.c_str();
   o.rank = 0;
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   const nlohmann::json d = digests();
   // The index (its text, hashed as it was read), then one per component: no shard was hashed whole.
   ASSERT_EQ(d["verified"].size(), 5u) << d.dump();
@@ -298,11 +271,11 @@ TEST_F(VerifiedLoadTest, PerComponentDigestsCheckExactlyWhatEachRankReads) {
   EXPECT_EQ(bytes, read) << "exactly the bytes the rank read were hashed";
   o.rank = 1;
   EXPECT_EQ(load(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "component \"down\" is not the published one")) << message_;
+  EXPECT_TRUE(has(message(), "component \"down\" is not the published one")) << message();
   // Made for another slicing: the load checks whole files instead.
   o.world_size = 3;
   o.rank = 2;
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   EXPECT_EQ(digests()["verified"][1]["kind"], "file");
   EXPECT_EQ(digests()["verified"].size(), 3u);
 }
@@ -359,7 +332,7 @@ TEST_F(PerTensorManifestTest, ThePublishedFileLoadsAndTheManifestBindsTypesShape
   EXPECT_EQ(manifest_["files"]["model.safetensors"]["bytes"], published_bytes_);
   EXPECT_EQ(manifest_["components"]["ranks"][0]["w"]["dtype"], "F32");
   EXPECT_EQ(manifest_["components"]["ranks"][0]["w"]["shape"], nlohmann::json::parse("[4, 2]"));
-  ASSERT_EQ(load_model(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load_model(o), ROOTSPAN_OK) << message();
   EXPECT_EQ(digests()["verified"].size(), 2u) << digests().dump();
 }
 
@@ -367,28 +340,30 @@ TEST_F(PerTensorManifestTest, AChangedDtypeIsRefused) {
   const rootspan_load_options o = published();
   write_model(header({{"w", "I32", {4, 2}}, {"x", "F32", {2}}}), 40);  // the same bytes, read as integers
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "component \"w\" has element type I32, but the digest manifest published F32")) << message_;
+  EXPECT_TRUE(has(message(), "component \"w\" has element type I32, but the digest manifest published F32"))
+      << message();
 }
 
 TEST_F(PerTensorManifestTest, AChangedShapeIsRefused) {
   const rootspan_load_options o = published();
   write_model(header({{"w", "F32", {2, 4}}, {"x", "F32", {2}}}), 40);  // the same bytes, transposed
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "component \"w\" has shape [2, 4], but the digest manifest published [4, 2]")) << message_;
+  EXPECT_TRUE(has(message(), "component \"w\" has shape [2, 4], but the digest manifest published [4, 2]"))
+      << message();
 }
 
 TEST_F(PerTensorManifestTest, ChangedMetadataIsRefused) {
   const rootspan_load_options o = published();
   write_model(header(tensors(), "np"), 40);  // the same length, the same tensors
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_,
+  EXPECT_TRUE(has(message(),
                   "file \"model.safetensors\" does not have the published header: the SHA-256 of its "
                   "bytes 0 to " +
                       std::to_string(header_bytes_.size())))
-      << message_;
+      << message();
   EXPECT_TRUE(
-      has(message_, "is " + sha256_hex(header_bytes_) + ", but the digest manifest published " + published_header_))
-      << message_;
+      has(message(), "is " + sha256_hex(header_bytes_) + ", but the digest manifest published " + published_header_))
+      << message();
   // A manifest of whole files checks the header too, before hashing the file.
   nlohmann::json files = manifest_;
   files.erase("components");
@@ -396,7 +371,7 @@ TEST_F(PerTensorManifestTest, ChangedMetadataIsRefused) {
   rootspan_load_options whole = o;
   whole.digests_path = files_path.c_str();
   EXPECT_EQ(load_model(whole), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "does not have the published header")) << message_;
+  EXPECT_TRUE(has(message(), "does not have the published header")) << message();
 }
 
 TEST_F(PerTensorManifestTest, ATensorDroppedAtTheSameSizeIsRefused) {
@@ -405,17 +380,17 @@ TEST_F(PerTensorManifestTest, ATensorDroppedAtTheSameSizeIsRefused) {
   write_model(header({{"w", "F32", {4, 2}}}), 32, (header_bytes_.size() - 8) + 8);
   ASSERT_EQ(file_bytes_, published_bytes_);
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"model.safetensors\" does not have the published header")) << message_;
-  EXPECT_TRUE(has(message_, "but the digest manifest published " + published_header_)) << message_;
+  EXPECT_TRUE(has(message(), "file \"model.safetensors\" does not have the published header")) << message();
+  EXPECT_TRUE(has(message(), "but the digest manifest published " + published_header_)) << message();
 }
 
 TEST_F(PerTensorManifestTest, AShorterFileIsRefused) {
   const rootspan_load_options o = published();
   write_model(header({{"w", "F32", {4, 2}}}), 32);  // "x" dropped, and its bytes with it
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"model.safetensors\" is " + std::to_string(file_bytes_) +
-                                " bytes, but the digest manifest published " + std::to_string(published_bytes_)))
-      << message_;
+  EXPECT_TRUE(has(message(), "file \"model.safetensors\" is " + std::to_string(file_bytes_) +
+                                 " bytes, but the digest manifest published " + std::to_string(published_bytes_)))
+      << message();
 }
 
 TEST_F(PerTensorManifestTest, EveryFileTheLoadReadsMustBeNamedWithItsHeaderDigest) {
@@ -425,13 +400,13 @@ TEST_F(PerTensorManifestTest, EveryFileTheLoadReadsMustBeNamedWithItsHeaderDiges
   const fs::path unnamed_path = dir_.write_text("unnamed.json", unnamed.dump());
   o.digests_path = unnamed_path.c_str();
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "file \"model.safetensors\" is not named by the digest manifest")) << message_;
+  EXPECT_TRUE(has(message(), "file \"model.safetensors\" is not named by the digest manifest")) << message();
   nlohmann::json headless = manifest_;
   headless["files"]["model.safetensors"].erase("header_sha256");
   const fs::path headless_path = dir_.write_text("headless.json", headless.dump());
   o.digests_path = headless_path.c_str();
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_DIGEST_MISMATCH);
-  EXPECT_TRUE(has(message_, "gives file \"model.safetensors\" no \"header_sha256\"")) << message_;
+  EXPECT_TRUE(has(message(), "gives file \"model.safetensors\" no \"header_sha256\"")) << message();
 }
 
 TEST_F(PerTensorManifestTest, AFormatVersion1ManifestIsReadOnlyWithoutComponents) {
@@ -442,12 +417,12 @@ TEST_F(PerTensorManifestTest, AFormatVersion1ManifestIsReadOnlyWithoutComponents
   const fs::path with_components = dir_.write_text("v1-components.json", old.dump());
   o.digests_path = with_components.c_str();
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "format_version is 1, whose per-component digests bind neither")) << message_;
-  EXPECT_TRUE(has(message_, "write the manifest again with `rootspan hash --per-tensor`")) << message_;
+  EXPECT_TRUE(has(message(), "format_version is 1, whose per-component digests bind neither")) << message();
+  EXPECT_TRUE(has(message(), "write the manifest again with `rootspan hash --per-tensor`")) << message();
   old.erase("components");
   const fs::path files_only = dir_.write_text("v1-files.json", old.dump());
   o.digests_path = files_only.c_str();
-  EXPECT_EQ(load_model(o), ROOTSPAN_OK) << message_;
+  EXPECT_EQ(load_model(o), ROOTSPAN_OK) << message();
   EXPECT_EQ(digests()["verified"][0]["kind"], "file");
 }
 
@@ -459,8 +434,8 @@ TEST_F(PerTensorManifestTest, TheReaderRefusesWhatTheFormatDoesNotHave) {
     const fs::path path = dir_.write_text(name, manifest);
     o.digests_path = path.c_str();
     EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT) << name;
-    EXPECT_TRUE(has(message_, "read_digests")) << message_;
-    EXPECT_TRUE(has(message_, path.string() + "\": " + cause)) << name << ": " << message_;
+    EXPECT_TRUE(has(message(), "read_digests")) << message();
+    EXPECT_TRUE(has(message(), path.string() + "\": " + cause)) << name << ": " << message();
   };
   const auto replaced = [&](const std::string &from, const std::string &to) {
     std::string out = text;
@@ -508,7 +483,7 @@ TEST_F(PerTensorManifestTest, TheReaderRefusesWhatTheFormatDoesNotHave) {
   fs::resize_file(huge, (std::uint64_t{512} << 20) + 1);
   o.digests_path = huge.c_str();
   EXPECT_EQ(load_model(o), ROOTSPAN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(has(message_, "more than the limit of " + std::to_string(std::uint64_t{512} << 20))) << message_;
+  EXPECT_TRUE(has(message(), "more than the limit of " + std::to_string(std::uint64_t{512} << 20))) << message();
 }
 
 TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {
@@ -526,13 +501,13 @@ TEST_F(VerifiedLoadTest, TheProgressCallbackCountsHashingAndCanCancelIt) {
     ++s.calls;
     return 0;
   };
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   const std::uint64_t tensors = (8 * 4 + 4 + 4 * 6 + 4) * 4;
   EXPECT_EQ(seen.last_total, tensors + a_.bytes.size() + b_.bytes.size()) << "the loaded bytes and the hashed ones";
   EXPECT_EQ(seen.last_done, seen.last_total) << "the last report says all is done";
   o.progress = [](void *, const rootspan_load_progress *) { return 1; };
   EXPECT_EQ(load(o), ROOTSPAN_ERR_CANCELLED);
-  EXPECT_TRUE(has(message_, "cancelled")) << message_;
+  EXPECT_TRUE(has(message(), "cancelled")) << message();
 }
 
 // The SHA-256 of component `id` as it lies in the memory handed out.
@@ -555,7 +530,7 @@ TEST_F(VerifiedLoadTest, AVerifiedLoadCopiesWhatItHashedAndNeverMapsTheFile) {
   // copies instead, says why, and a later write to the file changes nothing.
   rootspan_load_options o = options();
   o.strategy = ROOTSPAN_LOAD_MMAP;
-  ASSERT_EQ(load(o), ROOTSPAN_OK) << message_;
+  ASSERT_EQ(load(o), ROOTSPAN_OK) << message();
   for (std::size_t i = 0; i < 4; ++i) {
     rootspan_component_info info{};
     info.struct_size = sizeof info;
@@ -602,7 +577,7 @@ TEST_F(VerifiedLoadTest, AWriterFlippingBytesDuringLoadsNeverGetsThemAcceptedAsV
           << "load " << i << " verified bytes that were not hashed";
     } else {
       ++refused;
-      EXPECT_EQ(status, ROOTSPAN_ERR_DIGEST_MISMATCH) << message_;
+      EXPECT_EQ(status, ROOTSPAN_ERR_DIGEST_MISMATCH) << message();
     }
   }
   stop = true;

@@ -13,59 +13,24 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
-#include "materialize_support.hpp"
-#include "tests/support/upload_provider.hpp"
+#include "c_api_load_fixture.hpp"
 
 namespace mtest {
 namespace {
 
-class WeightsCApiTest : public ::testing::Test {
+class WeightsCApiTest : public UploadCApiLoadTest {
  protected:
-  void SetUp() override {
-    upload_reset();
-    rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << describe(raw);
-    ASSERT_EQ(rootspan_context_add_provider(context_, upload_entry, nullptr, &raw), ROOTSPAN_OK) << describe(raw);
-  }
-
+  // No provider releases a block twice.
   void TearDown() override {
-    if (weights_ != nullptr) {
-      rootspan_error *raw = nullptr;
-      EXPECT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << describe(raw);
-      rootspan_error_free(raw);
-    }
-    if (context_ != nullptr) {
-      std::uint64_t live = 0;
-      EXPECT_EQ(rootspan_context_destroy(context_, &live), ROOTSPAN_OK);
-      EXPECT_EQ(live, 0u) << "roots were left live at the end of the test";
-    }
-    EXPECT_EQ(upload_live_blocks(), 0);
+    UploadCApiLoadTest::TearDown();
     EXPECT_EQ(upload_counters().double_release.load(), 0);
   }
 
-  std::size_t live_roots() const { return context_->context->live_roots(); }
-
-  rootspan_load_options options(const char *provider = "host") const {
-    rootspan_load_options o{};
-    o.struct_size = sizeof o;
-    o.provider = provider;
+  static rootspan_load_options options(const char *provider = "host") {
+    rootspan_load_options o = CApiLoadTest::options(provider);
     o.strategy = ROOTSPAN_LOAD_MMAP;
     return o;
   }
-
-  // Loads into weights_; on failure returns the status and keeps the error.
-  rootspan_status load(const fs::path &path, const rootspan_load_options &o) {
-    rootspan_error *raw = nullptr;
-    const rootspan_status status = rootspan_weights_load(context_, path.c_str(), &o, &weights_, &raw);
-    error_.reset(raw);
-    if (status != ROOTSPAN_OK) {
-      EXPECT_EQ(weights_, nullptr) << "weights set on failure";
-    }
-    return status;
-  }
-
-  std::string message() const { return error_ ? rootspan_error_message(error_.get()) : std::string(); }
 
   std::size_t count() const {
     std::size_t n = 0;
@@ -129,9 +94,6 @@ class WeightsCApiTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  rootspan_context *context_ = nullptr;
-  rootspan_weights *weights_ = nullptr;
-  ErrorPtr error_;
 };
 
 // ---- zero-copy and copies on the host -----------------------------------
