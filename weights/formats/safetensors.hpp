@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
+#include "weights/formats/safetensors_fields.hpp"
 #include "weights/formats/tensor_table.hpp"
 
 namespace rootspan::weights {
@@ -64,14 +65,6 @@ struct SafetensorsFile {
 
   // Absolute file offset of the data section: 8 + N.
   std::uint64_t data_offset() const { return kSafetensorsPrefix + header_size; }
-};
-
-// What a header holds, before the tensors are checked against each other
-// and the data section.
-struct SafetensorsFields {
-  std::map<std::string, std::string> metadata;  // "__metadata__"
-  bool has_metadata = false;                    // an object was given (null is none, as the reference reads it)
-  std::vector<TensorInfo> tensors;              // in no particular order
 };
 
 // The fields of a header, read through the strict JSON parser: every rule of

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-#include "weights/formats/safetensors.hpp"
+#include "weights/formats/safetensors_fields.hpp"
 
 namespace rootspan::weights {
 
