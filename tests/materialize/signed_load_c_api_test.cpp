@@ -301,7 +301,8 @@ TEST_F(SignedLoadTest, ASignatureInsideTheFolderIsLeftOutOfIt) {
   o.signature_path = inside.c_str();
   const nlohmann::json bundle = sign(o);
   model_.write_text("model.sig", bundle.dump());
-  for (const nlohmann::json &r : statement_of(bundle)["predicate"]["resources"]) EXPECT_NE(r["name"], "model.sig");
+  const nlohmann::json statement = statement_of(bundle);  // kept: a range-for over a temporary's member dangles
+  for (const nlohmann::json &r : statement["predicate"]["resources"]) EXPECT_NE(r["name"], "model.sig");
   rootspan_load_options l = options();
   l.signature_path = inside.c_str();
   ASSERT_EQ(load(l), ROOTSPAN_OK) << message();
