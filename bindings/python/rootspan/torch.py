@@ -46,7 +46,6 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     public_key, certificate_chain, ignore_unsigned_files: a model signature to check, as Context.load's: a bad
     signature or a file missing or unsigned raises SignatureInvalidError, a changed file DigestMismatchError,
     before the first tensor."""
-    import fnmatch
     from .inspect import inspect
     target = torch.device(device)  # raises for a device torch does not know
     weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
@@ -65,19 +64,8 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
                 weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
                 yield component.source_name, tensor
             return
-        entries = inspect(path, revision)["tensors"]
-        by_name = {c.source_name: c for c in weights.values()}
-        for entry in entries:
-            name = entry["name"]
-            component = by_name.get(name)
-            if component is not None:
-                tensor = _tensors.to_device(tensor_of(component), target, component)
-                weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
-            elif entry.get("bytes") == 0 and (tensors is None or any(fnmatch.fnmatchcase(name, p) for p in tensors)):
-                tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), target)
-            else:
-                continue  # not selected
-            yield name, tensor
+        for entry, tensor in _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target):
+            yield entry["name"], tensor
     finally:
         weights.close()
 
@@ -180,6 +168,26 @@ def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=N
 def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
     """load_dtensors(..., with_stats=True), by the name earlier releases gave it."""
     return load_dtensors(path, device_mesh, plan, schema, tensors, revision, strategy, with_stats=True)
+
+
+def _selected_tensors(weights, entries, patterns, device):
+    """(entry, tensor) for each of `entries` (inspect's tensors, in file order) the load selected, in that
+    order: a loaded component's tensor, handed to the consumer (its root goes back as soon as the consumer
+    drops the tensor), or an empty tensor, which the core does not load, where `patterns` (None: all)
+    select it. rootspan.vllm feeds the model from it too."""
+    import fnmatch
+    by_name = {c.source_name: c for c in weights.values()}
+    for entry in entries:
+        name = entry["name"]
+        component = by_name.get(name)
+        if component is not None:
+            tensor = _tensors.to_device(tensor_of(component), device, component)
+            weights._wstate.give_up(component.index)
+        elif entry.get("bytes") == 0 and (patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)):
+            tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
+        else:
+            continue  # not selected
+        yield entry, tensor
 
 
 def tensor_of(component):

@@ -255,8 +255,7 @@ def iterate(path, revision=None, options=None, stats=None):
     import torch
     from .context import Context
     from .inspect import inspect
-    from . import _tensors
-    from .torch import _TypeRefused, tensor_of
+    from .torch import _selected_tensors
     options = options or Options()
     stats = stats or LoadStats(path)
     started = time.perf_counter()
@@ -271,20 +270,9 @@ def iterate(path, revision=None, options=None, stats=None):
     try:
         stats.report = weights.read_report
         stats.digests = weights.digests
-        by_name = {c.source_name: c for c in weights.values()}
         files = set()
-        cpu = torch.device("cpu")
-        for entry in entries:
+        for entry, tensor in _selected_tensors(weights, entries, options.tensors, torch.device("cpu")):
             name = entry["name"]
-            component = by_name.get(name)
-            if component is not None:
-                tensor = _tensors.to_device(tensor_of(component), cpu, component)
-                weights._wstate.give_up(component.index)  # back as soon as the model drops the tensor
-            elif entry.get("bytes") == 0 and (options.tensors is None
-                                              or any(fnmatch.fnmatchcase(name, p) for p in options.tensors)):
-                tensor = _tensors.empty_tensor(entry, _TypeRefused)
-            else:
-                continue  # not selected
             stats.tensors += 1
             stats.bytes += entry.get("bytes", 0)
             files.add(entry.get("file"))
