@@ -17,10 +17,15 @@ void add_checkpoint_options(CLI::App &app, CheckpointArgs &checkpoint) {
       ->check(non_empty("a branch, tag or commit"));
 }
 
+std::vector<const char *> c_strings(const std::vector<std::string> &strings) {
+  std::vector<const char *> out;
+  for (const std::string &s : strings) out.push_back(s.c_str());
+  return out;
+}
+
 void apply_checkpoint_args(CheckpointArgs &checkpoint, rootspan_load_options &options) {
   options.schema_path = checkpoint.schema.empty() ? nullptr : checkpoint.schema.c_str();
-  checkpoint.patterns.clear();
-  for (const std::string &pattern : checkpoint.tensors) checkpoint.patterns.push_back(pattern.c_str());
+  checkpoint.patterns = c_strings(checkpoint.tensors);
   options.tensors = checkpoint.patterns.data();
   options.tensor_count = checkpoint.patterns.size();
   options.revision = checkpoint.revision.empty() ? nullptr : checkpoint.revision.c_str();

@@ -127,6 +127,10 @@ std::string check_slice_args(SliceArgs &slice);
 void apply_slice_args(const SliceArgs &slice, std::vector<rootspan_split_rule> &storage,
                       rootspan_load_options &options);
 
+// Pointers to each string's characters, for a C array option; they live as
+// long as `strings`.
+std::vector<const char *> c_strings(const std::vector<std::string> &strings);
+
 // Each subcommand adds itself to the program's command line.
 Runner add_version_command(CLI::App &rootspan, CommonOptions &common);
 Runner add_providers_command(CLI::App &rootspan, CommonOptions &common);

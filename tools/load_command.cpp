@@ -461,9 +461,11 @@ Runner add_load_command(CLI::App &rootspan, CommonOptions &common) {
   app->add_flag("--verify", args->verify,
                 "compare each component's SHA-256 read back from provider memory with the file's bytes (exit 3 on "
                 "a mismatch)");
-  app->add_flag("--check-digests", args->check_digests,
-                "hash each file while it is read and refuse the load (exit 3, DigestMismatch) unless its SHA-256 is "
-                "the published one: a Hugging Face cache's blob name, or --digests");
+  app->add_flag(
+      "--check-digests", args->check_digests,
+      "hash each file the load reads, from where its bytes landed, and refuse the load (exit 3, DigestMismatch) "
+      "unless its SHA-256 is "
+      "the published one: a Hugging Face cache's blob name, or --digests");
   app->add_option("--digests", args->digests_path,
                   "a digest manifest written by `rootspan hash` to check against (implies --check-digests)")
       ->type_name("FILE")

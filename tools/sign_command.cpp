@@ -33,12 +33,6 @@ struct SignArgs {
   std::string output;
 };
 
-std::vector<const char *> c_strings(const std::vector<std::string> &strings) {
-  std::vector<const char *> out;
-  for (const std::string &s : strings) out.push_back(s.c_str());
-  return out;
-}
-
 int run_sign(const SignArgs &args, const CommonOptions &options) {
   if (args.shard_size != 0 && !args.shards) return print_usage_error(options, "--shard-size goes with --shards");
   const std::vector<const char *> chain = c_strings(args.certificate_chain);

@@ -12,7 +12,7 @@ void add_signature_options(CLI::App &app, SignatureArgs &signature) {
       app.add_option("--signature", signature.signature,
                      "an OpenSSF model signature (a Sigstore bundle, as `rootspan sign` or `model_signing sign` "
                      "writes it) over the checkpoint's folder: its signature is checked before anything is read, and "
-                     "every file it names is hashed while the load reads (exit 3 unless all match)")
+                     "every file it names is hashed from where the load placed its bytes (exit 3 unless all match)")
           ->type_name("FILE")
           ->check(non_empty("a file"));
   app.add_option("--public-key", signature.public_key,
@@ -39,8 +39,7 @@ std::string check_signature_args(const SignatureArgs &signature) {
 
 void apply_signature_args(const SignatureArgs &signature, std::vector<const char *> &chain,
                           rootspan_load_options &options) {
-  chain.clear();
-  for (const std::string &path : signature.certificate_chain) chain.push_back(path.c_str());
+  chain = c_strings(signature.certificate_chain);
   options.signature_path = signature.signature.empty() ? nullptr : signature.signature.c_str();
   options.public_key_path = signature.public_key.empty() ? nullptr : signature.public_key.c_str();
   options.certificate_chain_paths = chain.data();

@@ -127,7 +127,8 @@ typedef struct rootspan_load_options {
   /* Fields below were added in 0.4.0. */
   rootspan_split_convention split_convention; /* how uneven splits are shared; 0: ROOTSPAN_SPLIT_TENSOR_SPLIT */
   /* Verified loads: non-zero hashes (SHA-256) each file whose published
-   * digest is known while the load reads it, and fails with
+   * digest is known, from where the load placed its bytes once its reads
+   * settle (docs/verified-loads.md), and fails with
    * ROOTSPAN_ERR_DIGEST_MISMATCH, releasing every root, before any weight
    * reaches the caller. Known digests: a Hugging Face cache blob named by
    * its SHA-256 (a blob named by a 40-hex git id cannot be checked), and the
@@ -161,8 +162,8 @@ typedef struct rootspan_load_options {
    * write it) over every file of the checkpoint's folder. Its signature is
    * checked with public_key_path or certificate_chain_paths, and its list
    * of files matched with the folder, before anything is read; then every
-   * signed file (or shard) is hashed while the load reads, where its bytes
-   * landed, the files it does not load beside it, as check_digests does.
+   * signed file (or shard) is hashed as check_digests hashes: from where
+   * the load placed its bytes, the files it does not load from the files.
    * A signature that does not verify, or a file missing or not signed,
    * fails with ROOTSPAN_ERR_SIGNATURE_INVALID, a file that differs with
    * ROOTSPAN_ERR_DIGEST_MISMATCH, a keyless Sigstore signature with

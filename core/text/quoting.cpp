@@ -1,5 +1,6 @@
 #include "core/text/quoting.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/text/utf8.hpp"
@@ -43,6 +44,13 @@ std::string quoted_text(std::string_view text) {
   }
   out += '"';
   if (i < text.size()) out += "...";
+  return out;
+}
+
+std::string quoted_list(std::span<const std::string> names, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < std::min(names.size(), shown); ++i) out += (i ? ", " : "") + quoted_text(names[i]);
+  if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
   return out;
 }
 

@@ -15,6 +15,10 @@ namespace rootspan {
 // are shown, then "...".
 std::string quoted_text(std::string_view text);
 
+// The first `shown` names, each quoted_text, then how many were left out:
+// ""a", "b" and 3 more"; "" for none.
+std::string quoted_list(std::span<const std::string> names, std::size_t shown);
+
 // "[2, 64, 32]"; "[]" for a scalar.
 std::string shape_text(std::span<const std::uint64_t> shape);
 

@@ -52,12 +52,7 @@ std::string nothing_loadable(const fs::path &folder) {
   }
   std::sort(names.begin(), names.end());
   std::sort(repositories.begin(), repositories.end());
-  const auto listed = [](const std::vector<std::string> &all) {
-    std::string out;
-    for (std::size_t i = 0; i < std::min(all.size(), kNamesShown); ++i) out += (i ? ", " : "") + quoted_text(all[i]);
-    if (all.size() > kNamesShown) out += " and " + std::to_string(all.size() - kNamesShown) + " more";
-    return out;
-  };
+  const auto listed = [](const std::vector<std::string> &all) { return quoted_list(all, kNamesShown); };
   const std::string where = quoted_text(folder.string());
   if (!repositories.empty()) {
     return where + " is a Hugging Face cache folder holding " + std::to_string(repositories.size()) +

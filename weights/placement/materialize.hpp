@@ -55,7 +55,8 @@ struct LoadOptions {
   // The staging ring, for providers without host access (its defaults and
   // bounds: StagingShape).
   StagingShape staging;
-  // Verified loads: digests hashed while the load reads (weights/digests/);
+  // Verified loads: digests hashed once the reads settle, from where the
+  // bytes landed (weights/digests/landing.hpp);
   // a mismatch fails the load before any root reaches the caller.
   std::vector<DigestJob> digests;
   // Each component's source bytes hashed once every component is placed,

@@ -19,10 +19,9 @@ bool matches(const std::string &pattern, const std::string &name) {
 }
 
 std::string some_ids(const ComponentSchema &schema) {
-  std::string out;
-  const std::size_t shown = std::min(schema.components.size(), kIdsShown);
-  for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + quoted_text(schema.components[i].id);
-  if (schema.components.size() > shown) out += " and " + std::to_string(schema.components.size() - shown) + " more";
+  std::vector<std::string> ids;  // an error's path only
+  for (const auto &component : schema.components) ids.push_back(component.id);
+  const std::string out = quoted_list(ids, kIdsShown);
   return out.empty() ? "none" : out;
 }
 

@@ -57,14 +57,8 @@ std::vector<SignedResource> shards_of(const std::string &path, std::uint64_t byt
   return out;
 }
 
-// "a", "b" and 3 more.
-std::string some_names(const std::vector<std::string> &names) {
-  std::string out;
-  const std::size_t shown = std::min<std::size_t>(names.size(), 5);
-  for (std::size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : ", ") + quoted_text(names[i]);
-  if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
-  return out;
-}
+// How many file names an error lists before "and N more".
+constexpr std::size_t kNamesShown = 5;
 
 // Matches the statement's resources with the folder's files; the jobs that
 // check them.
@@ -87,12 +81,13 @@ Result<std::vector<DigestJob>> match_files(const Checkpoint &checkpoint, const S
   if (!missing.empty()) {
     return make_error(ROOTSPAN_ERR_SIGNATURE_INVALID, kVerify,
                       "the signature names " + std::to_string(missing.size()) + " file(s) the model folder " +
-                          quoted_text(folder.string()) + " does not have: " + some_names(missing));
+                          quoted_text(folder.string()) + " does not have: " + quoted_list(missing, kNamesShown));
   }
   if (!unsigned_files.empty() && !request.ignore_unsigned_files) {
     return make_error(ROOTSPAN_ERR_SIGNATURE_INVALID, kVerify,
                       std::to_string(unsigned_files.size()) + " file(s) of the model folder " +
-                          quoted_text(folder.string()) + " are not signed: " + some_names(unsigned_files) +
+                          quoted_text(folder.string()) +
+                          " are not signed: " + quoted_list(unsigned_files, kNamesShown) +
                           " (the signature does not name them; ignore_unsigned_files loads the model without them "
                           "checked)");
   }

@@ -309,8 +309,8 @@ class Context:
         folder, checked with public_key (a PEM file: ECDSA P-256, P-384 or
         P-521) or certificate_chain (a PEM file or a list of them: the
         certificates to trust) before anything is read; then every file it
-        names is hashed while the load reads, the files it does not load
-        beside it. A bad signature, a file missing or one it does not name
+        names is hashed from where the load placed its bytes, the files it
+        does not load from the files. A bad signature, a file missing or one it does not name
         is SignatureInvalidError (ignore_unsigned_files=True: files it does
         not name are let be), a file that differs DigestMismatchError,
         everything released before a weight reaches the caller.

@@ -14,7 +14,7 @@ vLLM's `model_loader_extra_config` (`--model-loader-extra-config '{"strategy": "
     allow_missing  shell-style patterns of model parameters the checkpoint may leave unfilled (every
                parameter of an unquantized model must be filled otherwise; a quantized model gets vLLM's check)
     signature  an OpenSSF model signature (a Sigstore bundle, `rootspan sign` or `model_signing sign`) over the
-               model folder: checked before anything is read, and every file it names hashed while the load reads
+               model folder: checked before anything is read, and every file it names hashed as the load places it
     public_key the PEM public key a key-signed `signature` is checked with
     certificate_chain  a PEM certificate file, or a list of them, to trust for a `signature` made with a
                certificate (one of public_key and certificate_chain goes with signature)
