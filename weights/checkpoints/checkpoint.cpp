@@ -258,6 +258,18 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::s
   return checkpoint;
 }
 
+Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::string &name,
+                                         std::shared_ptr<const InputFile> input, std::vector<fs::path> trusted) {
+  auto shards = open_gguf_parts(folder, name, std::move(input), trusted);
+  if (!shards) return shards.error();
+  Checkpoint checkpoint;
+  checkpoint.folder_ = folder;
+  checkpoint.trusted_ = std::move(trusted);
+  checkpoint.shards_ = std::move(shards).value();
+  if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
+  return checkpoint;
+}
+
 Result<void> check_tensor_count(std::size_t tensors, std::size_t shards, std::size_t limit) {
   if (tensors <= limit) return BOOST_OUTCOME_V2_NAMESPACE::success();
   return make_error(ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation,

@@ -19,36 +19,12 @@
 #include <vector>
 
 #include "core/diagnostic.hpp"
+#include "weights/checkpoints/shard.hpp"
 #include "weights/files/input_file.hpp"
-#include "weights/formats/gguf.hpp"
 #include "weights/formats/shard_index.hpp"
 #include "weights/formats/string_map.hpp"
-#include "weights/formats/tensor_table.hpp"
 
 namespace rootspan::weights {
-
-struct Shard {
-  std::string file;             // name relative to the checkpoint folder, as the index spells it
-  std::filesystem::path path;   // the resolved path that was opened
-  std::uint64_t file_size = 0;  // fstat at open
-  // Absolute file offset of the data section the tensors' offsets count from.
-  std::uint64_t data_offset = 0;
-  // The shard's tensors, whatever its format. For a GGUF file: dense ones
-  // with their element type, block-quantized ones as U8 bytes whose last
-  // axis counts blocks × bytes_per_block.
-  TensorTable tensors;
-  // What the format holds besides the tensors. A safetensors file: its
-  // __metadata__ (nullopt when it has none). A GGUF file: the whole file as
-  // read, its key-value metadata and quantized types included.
-  std::optional<std::map<std::string, std::string>> safetensors_metadata;
-  std::shared_ptr<const GgufFile> gguf = nullptr;
-  // The one descriptor the shard was opened with: its header was read from
-  // it, and the load maps and reads it, never reopening `path` by name.
-  std::shared_ptr<const InputFile> input = nullptr;
-  // The SHA-256 of bytes [0, data_offset) as they were parsed (empty when
-  // not known): a verified load reads them again and must find the same.
-  std::string header_sha256;
-};
 
 // The index file of a sharded checkpoint, as it was read: its text is
 // parsed once and not kept, so its digest is taken then.
@@ -57,15 +33,6 @@ struct IndexFile {
   std::filesystem::path real_path;  // where the descriptor it was read from lies
   std::string sha256;               // of the bytes read
   std::uint64_t bytes = 0;
-};
-
-// Where one tensor lies. Both pointers are null when there is no such tensor.
-struct TensorRef {
-  const Shard *shard = nullptr;
-  const TensorInfo *tensor = nullptr;
-  explicit operator bool() const { return tensor != nullptr; }
-  // Absolute offset of the tensor's first byte in its shard file.
-  std::uint64_t file_offset() const { return shard->data_offset + tensor->begin; }
 };
 
 // Refuses a checkpoint whose shards hold more than `limit` tensors in all
@@ -141,8 +108,8 @@ class Checkpoint {
   static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::string &index,
                                          const InputFile &input, std::vector<std::filesystem::path> trusted);
   // A GGUF file `name` in `folder`, or a split GGUF named by any of its
-  // parts, each part opened beneath `trusted`; `input` is `name` opened.
-  // Defined in gguf_checkpoint.cpp.
+  // parts, each part opened beneath `trusted` (open_gguf_parts in
+  // gguf_checkpoint.hpp); `input` is `name` opened.
   static Result<Checkpoint> open_gguf(const std::filesystem::path &folder, const std::string &name,
                                       std::shared_ptr<const InputFile> input,
                                       std::vector<std::filesystem::path> trusted);

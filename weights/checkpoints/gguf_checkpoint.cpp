@@ -179,8 +179,8 @@ const GgufTensor *gguf_tensor(const TensorRef &tensor) {
   return tensor.shard->gguf->find_tensor(tensor.tensor->name);
 }
 
-Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::string &name,
-                                         std::shared_ptr<const InputFile> input, std::vector<fs::path> trusted) {
+Result<std::vector<Shard>> open_gguf_parts(const fs::path &folder, const std::string &name,
+                                           std::shared_ptr<const InputFile> input, std::span<const fs::path> trusted) {
   const fs::path file = folder / name;
   // Each part opened beneath the trusted folders, `name` only once.
   const auto open_named = [&](const std::string &part_name) -> Result<Shard> {
@@ -189,9 +189,7 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::stri
     if (!opened) return opened.error();
     return open_part(folder, part_name, std::move(opened).value());
   };
-  Checkpoint checkpoint;
-  checkpoint.folder_ = folder;
-  checkpoint.trusted_ = trusted;
+  std::vector<Shard> shards;
 
   const auto split = parse_gguf_split_name(name);
   if (!split) {
@@ -205,9 +203,8 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::stri
                          "NAME-00001-of-NNNNN.gguf, so the other parts cannot be found",
                      1, *count.value());
     }
-    checkpoint.shards_.push_back(std::move(shard).value());
-    if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
-    return checkpoint;
+    shards.push_back(std::move(shard).value());
+    return shards;
   }
 
   // Every part, in order, each saying which part it is.
@@ -218,7 +215,7 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::stri
     if (!is_regular(part_path)) {
       return invalid(quoted_text(file.string()) + ": split part " + std::to_string(part) + " of " +
                          std::to_string(split->count) + ", " + quoted_text(part_name) + ", is missing from " +
-                         quoted_text(checkpoint.folder_.string()),
+                         quoted_text(folder.string()),
                      split->count, part - 1);
     }
     auto shard = open_named(part_name);
@@ -239,9 +236,9 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::stri
                      part - 1, *number.value());
     }
     tensor_total += shard.value().gguf->tensors.size();
-    checkpoint.shards_.push_back(std::move(shard).value());
+    shards.push_back(std::move(shard).value());
   }
-  for (const Shard &shard : checkpoint.shards_) {
+  for (const Shard &shard : shards) {
     auto claimed = split_key(shard, "split.tensors.count", false);
     if (!claimed) return claimed.error();
     if (claimed.value() && *claimed.value() != tensor_total) {
@@ -251,8 +248,7 @@ Result<Checkpoint> Checkpoint::open_gguf(const fs::path &folder, const std::stri
                      tensor_total, *claimed.value());
     }
   }
-  if (auto indexed = checkpoint.index_tensors(); !indexed) return indexed.error();
-  return checkpoint;
+  return shards;
 }
 
 }  // namespace rootspan::weights
