@@ -61,13 +61,6 @@ std::string unverifiable_reason(const std::filesystem::path &real) {
   return "its cache blob name " + quoted_text(blob) + " is not a SHA-256";
 }
 
-// "[4, 8]".
-std::string shape_text(const std::vector<std::uint64_t> &shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // The element type name a load reports for `payload` (rootspan_dtype_name).
 std::string dtype_of(const ComponentPayload &payload) { return dtype_name(payload.element_type().dtype); }
 
