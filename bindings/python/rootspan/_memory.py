@@ -69,7 +69,7 @@ class _Lease:
                 state.lib.rootspan_unmap(mapping)
                 if self.own_claim:
                     self.claim._release_quietly()
-                state.after_release(self.claim.root)
+                self.claim._after_release()
 
     def __del__(self):
         try:

@@ -58,6 +58,26 @@ def to_numpy(component, name, shape):
 
 _torch_dtypes = {}  # element type -> torch dtype, looked up once (every tensor asks)
 
+# numpy types torch.from_numpy takes in every torch release this package supports (1.13 lacks the unsigned
+# ones past uint8): an element type whose numpy type is one of them arrives as it is; any other whole-byte
+# type arrives as the signed integer of its width and is viewed as its type (one step more).
+_FROM_NUMPY = {"|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8", "<c8", "<c16"}
+_SAME_WIDTH = {8: "|i1", 16: "<i2", 32: "<i4", 64: "<i8"}
+_numpy_views = {}  # element type -> (typestr, view to the torch type), or None for the bytes-and-views way
+
+
+def _numpy_view(name):
+    """How a tensor of this element type is made from a numpy array over its bytes: (typestr, whether torch
+    views it as the type after), or None where only flat bytes viewed twice will do (the sub-byte types, and
+    128-bit ones numpy's integers do not match)."""
+    if name not in _numpy_views:
+        typestr, width = dtypes.numpy_typestr(name), dtypes.bits(name)
+        if typestr in _FROM_NUMPY:
+            _numpy_views[name] = (typestr, False)
+        else:
+            _numpy_views[name] = (_SAME_WIDTH[width], True) if width in _SAME_WIDTH else None
+    return _numpy_views[name]
+
 
 def torch_dtype(name, error=TypeError):
     """torch's dtype for an element type, or `error` naming the torch release that has it."""
@@ -92,6 +112,8 @@ def to_device(tensor, device, component=None):
     """tensor on device (a name, an index or a torch.device; the CPU: tensor itself). The move is torch's read
     of the memory, which nothing guards against a file truncated under it: for a zero-copy component (the
     file's pages), the library first checks that the file still holds all of it (an IoError if not)."""
+    if device == "cpu" or getattr(device, "type", None) == "cpu":  # the usual answers, without a torch.device
+        return tensor                                                  # made for each of thousands of tensors
     import torch
     if torch.device(device).type == "cpu":
         return tensor
@@ -113,6 +135,11 @@ def to_torch(component, name, shape, error=TypeError):
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component).__dlpack__(copy=True))
     elif _memory.numpy is not None:  # a numpy view torch keeps alive, and with it the lease: no copy, and
         lease = component._export_lease()  # far cheaper than a DLPack round trip per tensor
+        how = _numpy_view(name) if name != "F4" else None
+        if how is not None:  # the tensor's own shape at once: the fewest torch steps (thousands of tensors)
+            typestr, view = how
+            tensor = torch.from_numpy(_memory.ndarray(lease, 0, typestr, storage_shape, False))
+            return tensor.view(dtype) if view else tensor
         flat = torch.from_numpy(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False))
     else:
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component))

@@ -9,8 +9,7 @@ that an array or tensor may outlive the with block it came from.
 import ctypes
 import threading
 import weakref
-from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 from . import _abi, _library, dtypes, errors
 from ._abi import text as _text
@@ -18,8 +17,7 @@ from ._arguments import check_bool, check_int, paths
 from .root import Root
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(NamedTuple):
     """One device of a provider."""
     ordinal: int
     name: str
@@ -28,8 +26,7 @@ class DeviceInfo:
     free_memory_bytes: int
 
 
-@dataclass(frozen=True)
-class ProviderReport:
+class ProviderReport(NamedTuple):
     """One provider the context knows of, loaded or not, and why."""
     name: str
     kind: str
@@ -43,7 +40,7 @@ class ProviderReport:
     policy: Optional[str]  # the loader rule that skipped it ("L4")
     reason: Optional[str]  # why it was skipped, failed, or has no device
     code: int  # the status that skipped or failed it; 0 when loaded
-    devices: List[DeviceInfo] = field(default_factory=list)
+    devices: List[DeviceInfo]
     note: Optional[str] = None  # what a loaded provider said of itself (the host: its huge page mode)
 
     @property
@@ -67,11 +64,11 @@ class _ContextState:
         if self.handle is None or self.closing:
             raise ValueError(f"{operation}: the context is closed")
 
-    def after_release(self, root):
-        """A claim or mapping went: finish a close that was waiting for it."""
-        owner = root._owner
-        if owner is not None and owner.given_up[root._owner_index]:
-            owner.release_one(root._owner_index)
+    def after_release(self, owner=None, index=None):
+        """A claim or mapping went: release the component of loaded weights (owner, index) it was on once
+        that component is given up, and finish a close that was waiting for it."""
+        if owner is not None and owner.given_up[index]:
+            owner.release_one(index)
         if self.closing and self.leases == 0:
             self.destroy()
 

@@ -8,14 +8,12 @@ number), `name` ("Busy"), `operation` ("claim_acquire", "open_checkpoint", ...),
 str(error) is the library's whole message.
 """
 import ctypes
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from . import _abi
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """A range bound to one root: absolute offset in the allocation, and the alignment it guarantees."""
     root_id: int
     offset: int
@@ -23,8 +21,7 @@ class Span:
     alignment: int
 
 
-@dataclass(frozen=True)
-class Requested:
+class Requested(NamedTuple):
     """What an operation was asked to do (`kind`: none, range, key_range, root_key_range)."""
     kind: str
     root_id: int

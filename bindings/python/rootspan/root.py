@@ -10,15 +10,14 @@ while any view or consumer of it lives, even after Mapping.close(); the claim
 it was made under then refuses to be released (BusyError) until they are gone.
 """
 import ctypes
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import _abi, _memory, dlpack, dtypes, errors
 from ._arguments import check_bool, check_int
 from .errors import Span
 
 
-@dataclass(frozen=True)
-class RootInfo:
+class RootInfo(NamedTuple):
     """A root's identity and extent."""
     root_id: int
     key: tuple  # (domain, local)
@@ -326,14 +325,18 @@ class Claim:
         with self._state.lock:
             errors.check(self._state.lib, self._state.lib.rootspan_claim_release, handle)
             self._handle = None
-            self._state.after_release(self.root)
+            self._after_release()
+
+    def _after_release(self):
+        """This claim, or a mapping of it, went."""
+        self._state.after_release(self.root._owner, self.root._owner_index)
 
     def _release_quietly(self):
         with self._state.lock:
             if self._handle is not None and self._state.handle is not None:
                 if self._state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
                     self._handle = None
-                    self._state.after_release(self.root)
+                    self._after_release()
 
     def __enter__(self):
         return self

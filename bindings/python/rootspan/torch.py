@@ -61,7 +61,7 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             # describing the checkpoint a second time (inspect: about 25 µs a tensor, issue 33).
             for component in sorted(components, key=lambda c: (c.source_file, c.source_offset)):
                 tensor = _tensors.to_device(tensor_of(component), target, component)
-                weights._wstate.give_up(component.index)  # back as soon as the consumer drops the tensor
+                component._hand_over()  # back as soon as the consumer drops the tensor
                 yield component.source_name, tensor
             return
         for entry, tensor in _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target):
@@ -182,7 +182,7 @@ def _selected_tensors(weights, entries, patterns, device):
         component = by_name.get(name)
         if component is not None:
             tensor = _tensors.to_device(tensor_of(component), device, component)
-            weights._wstate.give_up(component.index)
+            component._hand_over()
         elif entry.get("bytes") == 0 and (patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)):
             tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
         else:

@@ -18,17 +18,16 @@ import collections.abc
 import ctypes
 import sys
 import weakref
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import _abi, _arguments, _memory, dtypes, errors
 from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
-from .root import Claim, Root, _Exportable
+from .root import Root, _Exportable
 
 
-@dataclass(frozen=True)
-class LoadProgress:
+class LoadProgress(NamedTuple):
     """Where a load stands, as passed to a progress callable."""
     component: str
     index: int
@@ -50,6 +49,7 @@ class _WeightsState:
         self.unreleased = count
         self.roots = [None] * count  # component index -> weakref to its Root object, to invalidate it
         self.given_up = [False] * count  # component index -> released as soon as nothing uses it
+        self.exported = [False] * count  # component index -> its exports' lease (and claim) is live
         context._state.weights.add(self)
 
     def release_unused(self):
@@ -74,7 +74,8 @@ class _WeightsState:
             self.handle = None
             return False
         lib = state.lib
-        if not self.released[index] and \
+        # An exported component is claimed: the library would refuse (Busy), after the work of saying why.
+        if not self.released[index] and not self.exported[index] and \
                 lib.rootspan_weights_release_component(self.handle, index, None) == _abi.OK:
             self._invalidate(index)
         if self.unreleased == 0:
@@ -131,6 +132,38 @@ def _role_name(lib, role):
     return name
 
 
+class _ExportClaim:
+    """The claim every export of a component is made under, owned by their lease (rootspan._memory._Lease):
+    what a lease needs of a claim, and no more. A load hands out thousands of tensors, each under such a
+    claim, so it is made without the Root and Claim objects a caller's own claims go through (issue 33)."""
+    __slots__ = ("_state", "_handle", "_wstate", "_index")
+
+    def __init__(self, wstate, index, handle):
+        self._state = wstate.context_state
+        self._handle = handle
+        self._wstate = wstate
+        self._index = index
+        wstate.exported[index] = True
+
+    def _live(self, operation):
+        self._state.require_open(operation)
+        if self._handle is None:
+            raise ValueError(f"{operation}: the claim was released")
+        return self._handle
+
+    def _release_quietly(self):
+        with self._state.lock:
+            if self._handle is not None and self._state.handle is not None:
+                if self._state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
+                    self._handle = None
+
+    def _after_release(self):
+        """The lease went (with this claim): the component goes back too if it was given up."""
+        with self._state.lock:
+            self._wstate.exported[self._index] = False
+            self._state.after_release(self._wstate, self._index)
+
+
 class Component(_Exportable):
     """One loaded component: its layout, and its memory as numpy (no copy) or DLPack.
 
@@ -147,9 +180,9 @@ class Component(_Exportable):
         self.index = index
         self.id = _text(info.id)
         self.source_name = _text(info.source_name)  # the checkpoint's own name of its (first) tensor
-        self.root = Root(weights._context, info.root, owner=self._wstate)
-        self.root._owner_index = index
-        self._wstate.roots[index] = weakref.ref(self.root)
+        self._context = weights._context
+        self._root_handle = info.root  # the Root object is made on first use (most loads never ask for it)
+        self._root = None
         self._lease = None  # weakref to the lease every export of this component shares
         self.nbytes = info.byte_length
         self.segments = info.segments
@@ -171,6 +204,22 @@ class Component(_Exportable):
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
         self.shape = tuple(info.shape[:info.rank]) if info.rank else ()
+
+    @property
+    def root(self):
+        """The component's Root, owned by the weights: claim it, do not release it."""
+        with self._wstate.context_state.lock:
+            if self._root is None:
+                released = self._wstate.handle is None or self._wstate.released[self.index]
+                self._root = Root(self._context, None if released else self._root_handle, owner=self._wstate)
+                self._root._owner_index = self.index
+                self._wstate.roots[self.index] = weakref.ref(self._root)
+            return self._root
+
+    def _hand_over(self):
+        """The caller keeps only what it exported (an array or tensor): the component's root goes back as soon
+        as nothing uses it, now if nothing does. For loaders that hand each tensor to a consumer as they go."""
+        self._wstate.give_up(self.index)
 
     def _live(self, operation):
         if self._wstate.handle is None or self._wstate.released[self.index]:
@@ -195,18 +244,22 @@ class Component(_Exportable):
                 return lease
             self._live("export")
             writable = not self.read_only
-            # Root.claim's work without its argument checks (whole component, checked sizes): one per tensor.
-            root = self.root
-            handle = root._live("claim_acquire")
+            # Root.claim and Claim.map without their argument checks (whole component, checked sizes), as
+            # one tensor of thousands needs.
+            lib = state.lib
             out = ctypes.c_void_p()
-            errors.check(state.lib, state.lib.rootspan_claim_acquire, handle, 0, self.nbytes,
+            errors.check(lib, lib.rootspan_claim_acquire, self._root_handle, 0, self.nbytes,
                          _abi.CLAIM_EXCLUSIVE if writable else _abi.CLAIM_SHARED, ctypes.byref(out))
-            claim = Claim(root, out.value, writable)
+            claim = _ExportClaim(self._wstate, self.index, out.value)
             try:
-                lease = claim._lease(self._map_code, 0, self.nbytes, write=writable, own_claim=True)
+                mapping = ctypes.c_void_p()
+                errors.check(lib, lib.rootspan_map_write if writable else lib.rootspan_map_read, out.value,
+                             self._map_code, 0, self.nbytes, ctypes.byref(mapping))
             except BaseException:
                 claim._release_quietly()
+                claim._after_release()
                 raise
+            lease = _memory._Lease(state, claim, mapping.value, own_claim=True)
             self._lease = weakref.ref(lease)
             return lease
 
@@ -289,11 +342,12 @@ class Weights(collections.abc.Mapping):
         self._components = []
         component_info = lib.rootspan_weights_component
         size = ctypes.sizeof(_abi.ComponentInfo)
+        info = _abi.ComponentInfo()  # filled again for each component, which copies what it keeps
+        info.struct_size = size
+        info_ref = ctypes.byref(info)
         with _memory.gc_paused():  # thousands of components: no collector passes over torch meanwhile
             for i in range(count.value):
-                info = _abi.ComponentInfo()
-                info.struct_size = size
-                status = component_info(handle, i, ctypes.byref(info))
+                status = component_info(handle, i, info_ref)
                 if status != _abi.OK:
                     errors.check_plain(status, "weights", f"rootspan_weights_component({i}) failed")
                 self._components.append(Component(self, i, info))

@@ -395,10 +395,16 @@ class LoadsWhatIsAsked(Folder):
         return path, names
 
     def test_one_tensor_at_a_time_then_the_rest_at_once(self):
+        for backend in ("mmap", "pread"):
+            with self.subTest(backend=backend):
+                self.one_tensor_at_a_time_then_the_rest_at_once(backend)
+
+    def one_tensor_at_a_time_then_the_rest_at_once(self, backend):
         from rootspan.safetensors import _open
         path, names = self.write()
-        singles = names[:_open._SINGLE_LOADS]
-        with safe_open(path, framework="np") as f:
+        singles = names[:_open._SINGLE_LOADS[_open._BACKENDS[backend]]]
+        self.assertEqual(len(singles), 1 if backend == "mmap" else 4)
+        with safe_open(path, framework="np", backend=backend) as f:
             first = f.get_tensor(singles[0])
             first[0] = 99  # a write every later array of that tensor shows
             for count, name in enumerate(singles, start=1):

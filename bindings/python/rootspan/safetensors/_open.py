@@ -29,9 +29,12 @@ _SERVED = ("numpy", "pytorch")
 # backend -> rootspan load strategy ("read_file" is a later release's name for "pread").
 _BACKENDS = {"mmap": "mmap", "pread": "read", "read_file": "read"}
 _DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
-# How many tensors a handle loads one at a time before it loads all the rest at once. Each such load parses
-# the header again, which a load of everything does once, at far more cost per tensor (a root, a component).
-_SINGLE_LOADS = 4
+# How many tensors a handle loads one at a time, by strategy, before it loads all the rest at once. Each such
+# load parses the header again, which a load of everything does once, at more cost per tensor (a root, a
+# component). Mapped, a load of everything reads no byte, so one single load is enough for the caller after
+# one tensor (on 10,000 tensors each single load costs a third of a whole load); read, everything would be
+# read, so a few tensors are read one by one first.
+_SINGLE_LOADS = {"mmap": 1, "read": 4}
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
 
@@ -218,7 +221,7 @@ class safe_open:
         if name not in self._by_name:
             if entry[3] == 0:  # nothing to load: the core makes no root for an empty tensor
                 self._by_name[name] = None
-            elif len(self._loads) >= _SINGLE_LOADS or not self._load(name):
+            elif len(self._loads) >= _SINGLE_LOADS[self._strategy] or not self._load(name):
                 self._load_all()
         return entry[0], entry[1], self._by_name[name]
 
@@ -254,7 +257,7 @@ class safe_open:
         self._loads.append(weights)
         for c in weights._components:
             if c.source_name in self._by_name or c.source_name not in self._tensors:
-                weights._wstate.give_up(c.index)  # loaded before (or not asked for): goes once nothing uses it
+                c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
             else:
                 self._by_name[c.source_name] = c
         return True
