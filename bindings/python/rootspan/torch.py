@@ -21,8 +21,7 @@ process group does any collective. Needs torch (imported here, not by
 import torch
 import torch.utils.dlpack
 
-from . import _tensors
-from .context import Context
+from . import _contexts, _tensors
 # What a type this torch lacks raises, as it always has here: the drop-in's public error class.
 from .safetensors import SafetensorError as _TypeRefused
 
@@ -48,7 +47,7 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     before the first tensor."""
     from .inspect import inspect
     target = torch.device(device)  # raises for a device torch does not know
-    weights = Context(manifests=[]).load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
+    weights = _contexts.host().load(path, provider="host", strategy=strategy or "auto", tensors=tensors,
                                          revision=revision, read_only=read_only, verify=verify, digests=digests,
                                          signature=signature, public_key=public_key,
                                          certificate_chain=certificate_chain,
@@ -206,10 +205,9 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
     if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size < 1:
         raise ValueError(f"world_size must be at least 1, got {world_size}")
     target = torch.device(device)  # raises for a device torch does not know
-    context = Context()
-    weights = context.load(path, schema=schema, provider=provider, strategy=strategy, rank=rank,
-                           world_size=world_size, split=split, tensors=tensors, revision=revision,
-                           split_convention=split_convention)
+    weights = _contexts.for_provider(provider).load(path, schema=schema, provider=provider, strategy=strategy,
+                                                    rank=rank, world_size=world_size, split=split, tensors=tensors,
+                                                    revision=revision, split_convention=split_convention)
     out = {}
     names = []
     try:
@@ -222,6 +220,6 @@ def _load(path, rank, world_size, split, schema, device, provider, strategy, ten
         out.clear()
         raise
     bytes_read = weights.bytes_read
-    # Weights and context go with this frame; memory the tensors still use is
-    # released (and the context destroyed) when the last of them goes.
+    # The weights go with this frame; memory the tensors still use is released when the last of them goes
+    # (and a context of its own, for a provider other than the host's, with it).
     return out, bytes_read, names

@@ -253,7 +253,7 @@ def iterate(path, revision=None, options=None, stats=None):
     stays valid after the iteration moves on (zero-copy views of copy-on-write mappings, or memory of their
     own; never a reused buffer), given back as the model drops them. stats (a LoadStats) is filled in."""
     import torch
-    from .context import Context
+    from . import _contexts
     from .inspect import inspect
     from .torch import _selected_tensors
     options = options or Options()
@@ -262,7 +262,7 @@ def iterate(path, revision=None, options=None, stats=None):
     entries = inspect(path, revision)["tensors"]
     stats.header_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    context = Context(manifests=[])
+    context = _contexts.host()
     stats.context_seconds = time.perf_counter() - started
     started = time.perf_counter()
     weights = context.load(path, provider="host", revision=revision, **options.load_arguments())

@@ -15,7 +15,7 @@ roots nothing uses any more (rootspan/weights.py).
 import os
 import threading
 
-from rootspan import _memory, _tensors, errors as _core_errors
+from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
@@ -37,20 +37,6 @@ _DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
 _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
-
-_context = None
-_context_lock = threading.Lock()
-
-
-def _shared_context():
-    """One rootspan context for every handle: the host provider only (no plugin is loaded for host memory)."""
-    global _context
-    with _context_lock:
-        if _context is None or _context.closed:
-            from rootspan.context import Context
-            _context = Context(manifests=[])
-        return _context
-
 
 def _str_argument(value, name):
     if not isinstance(value, str):
@@ -237,7 +223,7 @@ class safe_open:
         load of one tensor did not bring it (its name, as a pattern, named another component): load them all."""
         tensors = None if name is None else [name.translate(_GLOB_SPECIAL)]
         try:
-            weights = _shared_context().load(self._path, provider="host", strategy=self._strategy, tensors=tensors)
+            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy, tensors=tensors)
         except _core_errors.Error as e:
             if name is not None and e.name == "NotFound":
                 return False
