@@ -29,7 +29,7 @@ TEST(AddProviderRace, AddingProvidersWhileOthersAllocateAndReadReports) {
         std::size_t added = 0;
         do {
           // Allocate from host and from whichever named provider exists by now.
-          const std::string named = "named-" + std::to_string(added % rstest::kNamedProviderCount);
+          const std::string named = "named-" + std::to_string(added % rootspan::testing::kNamedProviderCount);
           o.provider = t == 0 ? "host" : named.c_str();
           rootspan_root *root = nullptr;
           const rootspan_status s = rootspan_root_allocate(context, &o, &root, nullptr);
@@ -50,8 +50,9 @@ TEST(AddProviderRace, AddingProvidersWhileOthersAllocateAndReadReports) {
         } while (adding.load());
       });
     }
-    for (std::size_t i = 0; i < rstest::kNamedProviderCount; ++i) {
-      ASSERT_EQ(rootspan_context_add_provider(context, rstest::named_provider_entry(i), nullptr, nullptr), ROOTSPAN_OK);
+    for (std::size_t i = 0; i < rootspan::testing::kNamedProviderCount; ++i) {
+      ASSERT_EQ(rootspan_context_add_provider(context, rootspan::testing::named_provider_entry(i), nullptr, nullptr),
+                ROOTSPAN_OK);
     }
     adding = false;
     for (std::thread &t : users) t.join();
@@ -72,7 +73,7 @@ TEST(AddProviderRace, TwoThreadsAddingTheSameNameLoadItOnce) {
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
         const rootspan_status s =
-            rootspan_context_add_provider(context, rstest::named_provider_entry(0), nullptr, nullptr);
+            rootspan_context_add_provider(context, rootspan::testing::named_provider_entry(0), nullptr, nullptr);
         ++(s == ROOTSPAN_OK ? loaded : refused);
       });
     }

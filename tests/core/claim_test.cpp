@@ -10,7 +10,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 class Claims : public CoreTest {
  protected:

@@ -18,7 +18,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kThreads = 8;

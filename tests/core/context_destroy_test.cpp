@@ -7,14 +7,14 @@
 
 namespace {
 
-using rstest::CoreTest;
-using rstest::counters;
-using rstest::Err;
+using rootspan::testing::CoreTest;
+using rootspan::testing::counters;
+using rootspan::testing::Err;
 
 class ContextDestroy : public CoreTest {};
 
 TEST_F(ContextDestroy, LiveMappingsAreUnmappedBeforeTheirRootIsReleased) {
-  add(rstest::test_provider_entry);
+  add(rootspan::testing::test_provider_entry);
   rootspan_root *root = allocate("test", 128);
   rootspan_claim *reader = claim(root, 0, 64, ROOTSPAN_CLAIM_SHARED);
   rootspan_claim *writer = claim(root, 64, 64, ROOTSPAN_CLAIM_EXCLUSIVE);
@@ -33,10 +33,10 @@ TEST_F(ContextDestroy, LiveMappingsAreUnmappedBeforeTheirRootIsReleased) {
 }
 
 TEST_F(ContextDestroy, LiveDeviceAccessesAreReleasedBeforeTheirRootIsReleased) {
-  add(rstest::device_sim_entry);
+  add(rootspan::testing::device_sim_entry);
   rootspan_root *root = allocate("device-sim", 64);
   rootspan_claim *c = claim(root, 0, 64, ROOTSPAN_CLAIM_SHARED);
-  const rootspan_root_info info = rstest::info_of(root);
+  const rootspan_root_info info = rootspan::testing::info_of(root);
   const std::uint64_t shape[] = {16};
   const std::int64_t strides[] = {1};
   rootspan_device_access_request request{};

@@ -9,7 +9,7 @@
 
 namespace {
 
-using rstest::Err;
+using rootspan::testing::Err;
 
 TEST(ContextOptions, ANullManifestListWithACountIsInvalidArgument) {
   rootspan_context_options options{};

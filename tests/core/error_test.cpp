@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 TEST(StatusNames, EveryCodeHasItsName) {
   const char *names[] = {"Ok",

@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 
 rootspan::Extent extent(std::uint64_t offset, std::uint64_t length, std::uint64_t alignment) {

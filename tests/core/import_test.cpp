@@ -11,7 +11,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 class Import : public CoreTest {
  protected:

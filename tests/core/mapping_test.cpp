@@ -12,7 +12,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 class Mapping : public CoreTest {
  protected:

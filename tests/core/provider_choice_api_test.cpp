@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 class ProviderChoiceApi : public CoreTest {
  protected:

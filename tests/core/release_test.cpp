@@ -8,7 +8,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 class Release : public CoreTest {
  protected:

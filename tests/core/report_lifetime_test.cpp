@@ -20,14 +20,15 @@ TEST(ReportLifetime, ReportStringsStayPutWhileProvidersAreAdded) {
   const char *name = first.name;
   const char *kind = first.kind;
 
-  for (std::size_t i = 0; i < rstest::kNamedProviderCount; ++i) {
+  for (std::size_t i = 0; i < rootspan::testing::kNamedProviderCount; ++i) {
     rootspan_error *error = nullptr;
-    ASSERT_EQ(rootspan_context_add_provider(context, rstest::named_provider_entry(i), nullptr, &error), ROOTSPAN_OK)
+    ASSERT_EQ(rootspan_context_add_provider(context, rootspan::testing::named_provider_entry(i), nullptr, &error),
+              ROOTSPAN_OK)
         << rootspan_error_message(error);
   }
   size_t count = 0;
   ASSERT_EQ(rootspan_provider_report_count(context, &count), ROOTSPAN_OK);
-  EXPECT_EQ(count, 1 + rstest::kNamedProviderCount);
+  EXPECT_EQ(count, 1 + rootspan::testing::kNamedProviderCount);
 
   rootspan_provider_report again{};
   again.struct_size = ROOTSPAN_PROVIDER_REPORT_STRUCT_SIZE;

@@ -10,7 +10,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 
 // Remembers where the process-wide counter stood and, at the end, moves it

@@ -11,7 +11,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kHigh = kMax - 127;  // 2^64 - 128: a multiple of 64
 constexpr std::uint64_t kHalf = std::uint64_t{1} << 63;

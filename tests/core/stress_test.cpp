@@ -34,7 +34,7 @@
 
 namespace {
 
-using namespace rstest;
+using namespace rootspan::testing;
 
 std::uint64_t env_or(const char *name, std::uint64_t fallback) {
   const char *value = std::getenv(name);

@@ -14,8 +14,8 @@
 
 namespace {
 
-using rstest::CoreTest;
-using rstest::Err;
+using rootspan::testing::CoreTest;
+using rootspan::testing::Err;
 
 class StructSize : public CoreTest {};
 
@@ -75,7 +75,7 @@ TEST_F(StructSize, EachPublishedSizeListEndsAtTheNewestSize) {
 #undef ROOTSPAN_EXPECT_PUBLISHED
 
 TEST_F(StructSize, AllocateOptionsEndingInsideTheProviderPointerAreRefused) {
-  rootspan_allocate_options o = rstest::allocate_options("host", 64);
+  rootspan_allocate_options o = rootspan::testing::allocate_options("host", 64);
   o.struct_size = offsetof(rootspan_allocate_options, provider) + 4;
   rootspan_root *root = nullptr;
   Err e;
@@ -87,7 +87,7 @@ TEST_F(StructSize, AllocateOptionsEndingInsideTheProviderPointerAreRefused) {
 TEST_F(StructSize, AHostImportCuttingTheDeleterIsRefusedAndTheDeleterIsNotCalled) {
   alignas(64) static unsigned char buffer[64];
   int deleted = 0;
-  rootspan_host_import i = rstest::host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
+  rootspan_host_import i = rootspan::testing::host_import(buffer, 64, 64, ROOTSPAN_DTYPE_NONE, &deleted);
   i.struct_size = offsetof(rootspan_host_import, deleter) + 4;
   rootspan_root *root = nullptr;
   Err e;
@@ -98,7 +98,7 @@ TEST_F(StructSize, AHostImportCuttingTheDeleterIsRefusedAndTheDeleterIsNotCalled
 }
 
 TEST_F(StructSize, SizesBelowTheFirstPublishedVersionAreRefused) {
-  rootspan_allocate_options o = rstest::allocate_options("host", 64);
+  rootspan_allocate_options o = rootspan::testing::allocate_options("host", 64);
   rootspan_root *root = nullptr;
   Err e;
   for (std::size_t size : {std::size_t{0}, sizeof(std::size_t), offsetof(rootspan_allocate_options, dtype)}) {
@@ -115,7 +115,7 @@ TEST_F(StructSize, SizesBelowTheFirstPublishedVersionAreRefused) {
 }
 
 TEST_F(StructSize, ThePublishedSizeAndLargerNewerSizesAreRead) {
-  rootspan_allocate_options o = rstest::allocate_options("host", 64);
+  rootspan_allocate_options o = rootspan::testing::allocate_options("host", 64);
   for (std::size_t size : {std::size_t{ROOTSPAN_ALLOCATE_OPTIONS_STRUCT_SIZE}, sizeof o}) {
     o.struct_size = size;
     rootspan_root *root = nullptr;
@@ -145,10 +145,10 @@ TEST_F(StructSize, OutputStructsEndingInsideAFieldAreRefusedAndLeftUnwritten) {
 }
 
 TEST_F(StructSize, DeviceAccessStructsAreCheckedToo) {
-  add(rstest::device_sim_entry);
+  add(rootspan::testing::device_sim_entry);
   rootspan_root *root = allocate("device-sim", 64);
   rootspan_claim *c = claim(root, 0, 64, ROOTSPAN_CLAIM_EXCLUSIVE);
-  const rootspan_root_info info = rstest::info_of(root);
+  const rootspan_root_info info = rootspan::testing::info_of(root);
   const std::uint64_t shape[] = {16};
   const std::int64_t strides[] = {1};
   rootspan_device_access_request request{};
@@ -168,7 +168,7 @@ TEST_F(StructSize, DeviceAccessStructsAreCheckedToo) {
   access.struct_size = offsetof(rootspan_device_access, stream) + 4;
   ASSERT_EQ(rootspan_device_access_prepare(c, &request, &access, e.out()), ROOTSPAN_ERR_INVALID_ARGUMENT);
   expect_refused(e, "rootspan_device_access", ROOTSPAN_DEVICE_ACCESS_STRUCT_SIZE, access.struct_size);
-  EXPECT_EQ(rstest::counters().prepare.load(), 0);
+  EXPECT_EQ(rootspan::testing::counters().prepare.load(), 0);
   release(c);
   release(root);
 }

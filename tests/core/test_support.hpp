@@ -10,7 +10,7 @@
 #include "rootspan/rootspan.h"
 #include "tests/support/test_providers.hpp"
 
-namespace rstest {
+namespace rootspan::testing {
 
 // Owns one rootspan_error; out() hands a fresh slot to a C call.
 class Err {
@@ -172,4 +172,4 @@ class CoreTest : public ::testing::Test {
   rootspan_context *context_ = nullptr;
 };
 
-}  // namespace rstest
+}  // namespace rootspan::testing

@@ -259,7 +259,7 @@ void count_delete(void *context, void *) {
 struct RootRec {
   rootspan_root *handle;
   std::uint64_t length;
-  bool test_provider;  // its memory comes from one of the rstest providers
+  bool test_provider;  // its memory comes from one of the rootspan::testing providers
   bool read_only;
   rootspan_dtype dtype;
   ImportRecord *import;  // the deleter that must run when it is released, or nullptr
@@ -301,7 +301,7 @@ struct Harness {
   std::vector<AccessRec> accesses;
   std::vector<WeightsRec> weights;
   std::vector<std::unique_ptr<ImportRecord>> imports;
-  rstest::Behaviour steady;  // what the test providers do when no fault is injected
+  rootspan::testing::Behaviour steady;  // what the test providers do when no fault is injected
 
   RootRec *root(rootspan_root *h) {
     for (RootRec &r : roots) {
@@ -327,9 +327,10 @@ struct Harness {
 
 // Every invariant that must hold between calls.
 void check_between_calls(const Harness &h, const char *after) {
-  CHECK(rstest::counters().double_release.load() == 0, after, "a test-provider allocation was released twice");
-  CHECK(rstest::live_blocks() == h.test_roots(), after,
-        "test-provider allocations live: " + s(rstest::live_blocks()) +
+  CHECK(rootspan::testing::counters().double_release.load() == 0, after,
+        "a test-provider allocation was released twice");
+  CHECK(rootspan::testing::live_blocks() == h.test_roots(), after,
+        "test-provider allocations live: " + s(rootspan::testing::live_blocks()) +
             ", live roots made from them: " + s(h.test_roots()));
   for (std::size_t i = 0; i < h.claims.size(); ++i) {
     for (std::size_t j = i + 1; j < h.claims.size(); ++j) {
@@ -395,7 +396,7 @@ std::uint64_t small_or_wild(FuzzedDataProvider &in, std::uint64_t small_max) {
 // Sets what the test providers do wrong during the next call (the steady
 // behaviour otherwise).
 void inject_fault(FuzzedDataProvider &in, Harness &h) {
-  rstest::Behaviour &b = rstest::behaviour();
+  rootspan::testing::Behaviour &b = rootspan::testing::behaviour();
   b = h.steady;
   const int fault = in.ConsumeIntegralInRange<int>(0, 31);
   if (fault <= 16) TRACE("fault %d\n", fault);
@@ -588,18 +589,19 @@ void op_context_destroy(Harness &h) {
   h.claims.clear();
   h.mappings.clear();
   h.accesses.clear();
-  CHECK(rstest::live_blocks() == 0, "test-provider allocations left after context_destroy", s(rstest::live_blocks()));
-  CHECK(rstest::counters().init.load() == rstest::counters().shutdown.load(),
+  CHECK(rootspan::testing::live_blocks() == 0, "test-provider allocations left after context_destroy",
+        s(rootspan::testing::live_blocks()));
+  CHECK(rootspan::testing::counters().init.load() == rootspan::testing::counters().shutdown.load(),
         "a started test provider was not shut down by context_destroy");
 }
 
 void op_add_provider(FuzzedDataProvider &in, Harness &h) {
-  rstest::TableConfig config;
+  rootspan::testing::TableConfig config;
   rootspan_provider_entry_fn entry = nullptr;
   switch (in.ConsumeIntegralInRange<int>(0, 6)) {
     case 0:
     case 1:
-      entry = rstest::test_provider_entry;
+      entry = rootspan::testing::test_provider_entry;
       config.name = in.ConsumeBool() ? "test" : "test2";
       config.host_access = in.ConsumeIntegralInRange<int>(0, 3) != 0;
       config.map_hooks = in.ConsumeIntegralInRange<int>(0, 3) != 0;
@@ -610,20 +612,20 @@ void op_add_provider(FuzzedDataProvider &in, Harness &h) {
       if (in.ConsumeIntegralInRange<int>(0, 15) == 0) config.abi_minor = in.ConsumeIntegralInRange<std::uint32_t>(0, 9);
       h.steady.table = config;
       h.steady.device_count = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
-      rstest::behaviour().table = h.steady.table;
-      rstest::behaviour().device_count = h.steady.device_count;
+      rootspan::testing::behaviour().table = h.steady.table;
+      rootspan::testing::behaviour().device_count = h.steady.device_count;
       break;
     case 2:
-      entry = rstest::device_sim_entry;
+      entry = rootspan::testing::device_sim_entry;
       break;
     case 3:
-      entry = rstest::nomap_entry;
+      entry = rootspan::testing::nomap_entry;
       break;
     case 4:
-      entry = rstest::null_entry;
+      entry = rootspan::testing::null_entry;
       break;
     case 5:
-      entry = rstest::named_provider_entry(in.ConsumeIntegralInRange<std::size_t>(0, 3));
+      entry = rootspan::testing::named_provider_entry(in.ConsumeIntegralInRange<std::size_t>(0, 3));
       break;
     default:
       entry = nullptr;
@@ -1366,17 +1368,19 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   FuzzedDataProvider in(data, size);
-  rstest::reset();
+  rootspan::testing::reset();
   Harness h;
-  h.steady = rstest::behaviour();
+  h.steady = rootspan::testing::behaviour();
   // Most inputs start with a context that has the test providers; the input
   // may also start without one and make it itself.
   if (in.ConsumeIntegralInRange<int>(0, 7) != 0) {
     CHECK(rootspan_context_create(nullptr, &h.context, nullptr) == ROOTSPAN_OK, "context_create(NULL options)");
-    CHECK(rootspan_context_add_provider(h.context, rstest::test_provider_entry, nullptr, nullptr) == ROOTSPAN_OK,
+    CHECK(rootspan_context_add_provider(h.context, rootspan::testing::test_provider_entry, nullptr, nullptr) ==
+              ROOTSPAN_OK,
           "adding the test provider");
-    CHECK(rootspan_context_add_provider(h.context, rstest::device_sim_entry, nullptr, nullptr) == ROOTSPAN_OK,
-          "adding device-sim");
+    CHECK(
+        rootspan_context_add_provider(h.context, rootspan::testing::device_sim_entry, nullptr, nullptr) == ROOTSPAN_OK,
+        "adding device-sim");
   }
   for (int step = 0; step < 256 && in.remaining_bytes() != 0; ++step) {
     const Op op = static_cast<Op>(in.ConsumeIntegralInRange<int>(0, kOpCount - 1));
@@ -1439,7 +1443,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       case kOpCount:
         break;
     }
-    rstest::behaviour() = h.steady;  // faults last one call
+    rootspan::testing::behaviour() = h.steady;  // faults last one call
     check_between_calls(h, kOpNames[op]);
   }
   op_context_destroy(h);

@@ -16,7 +16,7 @@
 
 #include "gpu_support.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
 
 class DeviceTest : public GpuProviderTest {
@@ -279,7 +279,7 @@ ASSERT_EQ(access(c, root, 1, 0, kBytes, &a, &why), ROOTSPAN_OK) << why;
 EXPECT_NE(a.device_ptr, nullptr);
 EXPECT_EQ(rootspan_device_access_release(c, &a), ROOTSPAN_OK);
 release(c, root);
-}  // namespace gpu_test
+}  // namespace rootspan::testing
 
 TEST_P(DeviceTest, ZeroLengthRootsAndWrongOrdinals) {
   for (rootspan_memory_kind memory : {ROOTSPAN_MEMORY_DEVICE, ROOTSPAN_MEMORY_HOST_PINNED}) {
@@ -334,4 +334,4 @@ TEST_P(DeviceTest, ContextDestroyReleasesLiveRoots) {
 INSTANTIATE_TEST_SUITE_P(Providers, DeviceTest, ::testing::Values("cuda", "rocm"), kind_name);
 
 }  // namespace
-}  // namespace gpu_test
+}  // namespace rootspan::testing

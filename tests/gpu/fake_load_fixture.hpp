@@ -14,7 +14,7 @@
 #include "rootspan/rootspan.h"
 #include "rootspan/weights.h"
 
-namespace gpu_test {
+namespace rootspan::testing {
 
 using FakeProvider = rootspan_gpu::GpuProvider<fake_gpu::Runtime>;
 
@@ -29,8 +29,9 @@ class FakeLoadFixture : public Base {
   void SetUp() override {
     fake_gpu::reset(devices_);
     rootspan_error *raw = nullptr;
-    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << mtest::describe(raw);
-    ASSERT_EQ(rootspan_context_add_provider(context_, fake_entry, "{}", &raw), ROOTSPAN_OK) << mtest::describe(raw);
+    ASSERT_EQ(rootspan_context_create(nullptr, &context_, &raw), ROOTSPAN_OK) << rootspan::testing::describe(raw);
+    ASSERT_EQ(rootspan_context_add_provider(context_, fake_entry, "{}", &raw), ROOTSPAN_OK)
+        << rootspan::testing::describe(raw);
   }
   void TearDown() override {
     if (weights_ != nullptr) {
@@ -52,4 +53,4 @@ class FakeLoadFixture : public Base {
   rootspan_weights *weights_ = nullptr;
 };
 
-}  // namespace gpu_test
+}  // namespace rootspan::testing

@@ -15,7 +15,7 @@
 #include "gpu_support.hpp"
 #include "plugins/gpu/gpu_provider.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
 
 using FakeProvider = rootspan_gpu::GpuProvider<fake_gpu::Runtime>;
@@ -534,4 +534,4 @@ TEST_F(FakeTableTest, TooManyDevicesForTheGrantedDomains) {
 }
 
 }  // namespace
-}  // namespace gpu_test
+}  // namespace rootspan::testing

@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-namespace fake_gpu {
+namespace rootspan::testing::fake_gpu {
 
 enum Error : int {
   kSuccess = 0,
@@ -366,4 +366,4 @@ struct Runtime {
   }
 };
 
-}  // namespace fake_gpu
+}  // namespace rootspan::testing::fake_gpu

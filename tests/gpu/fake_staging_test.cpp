@@ -14,15 +14,8 @@
 #include "../materialize/materialize_support.hpp"
 #include "fake_load_fixture.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
-
-using mtest::describe;
-using mtest::ErrorPtr;
-using mtest::sha256_hex;
-using mtest::write_index;
-using mtest::write_safetensors;
-using mtest::WrittenFile;
 
 constexpr std::uint64_t kBufferBytes = 16384;
 constexpr std::uint32_t kBuffers = 3;
@@ -90,7 +83,7 @@ class FakeStagingTest : public FakeLoadFixture<::testing::Test> {
     }
   }
 
-  mtest::TempDir dir_;
+  rootspan::testing::TempDir dir_;
   WrittenFile a_;
   WrittenFile b_;
 };
@@ -224,4 +217,4 @@ TEST_F(FakeStagingTest, AStagingRingOutsideItsBoundsIsRefusedNamingTheField) {
 }
 
 }  // namespace
-}  // namespace gpu_test
+}  // namespace rootspan::testing

@@ -11,17 +11,10 @@
 #include "../materialize/materialize_support.hpp"
 #include "fake_load_fixture.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using mtest::dense_component;
-using mtest::describe;
-using mtest::schema_json;
-using mtest::sha256_hex;
-using mtest::write_index;
-using mtest::write_safetensors;
-using mtest::WrittenFile;
 
 class FakeWeightsTest : public FakeLoadFixture<::testing::TestWithParam<rootspan_load_strategy>> {
  protected:
@@ -35,7 +28,7 @@ class FakeWeightsTest : public FakeLoadFixture<::testing::TestWithParam<rootspan
     return i;
   }
 
-  mtest::TempDir dir_;
+  rootspan::testing::TempDir dir_;
 };
 
 TEST_P(FakeWeightsTest, ComponentsLandInDeviceMemoryWithTheFilesDigests) {
@@ -62,8 +55,8 @@ TEST_P(FakeWeightsTest, ComponentsLandInDeviceMemoryWithTheFilesDigests) {
   ASSERT_EQ(rootspan_weights_component_count(weights_, &count), ROOTSPAN_OK);
   ASSERT_EQ(count, 3u);
 
-  const std::vector<std::vector<std::byte>> expected = {a.tensor("w"), mtest::concat({a.tensor("m"), b.tensor("n")}),
-                                                        a.tensor("u")};
+  const std::vector<std::vector<std::byte>> expected = {
+      a.tensor("w"), rootspan::testing::concat({a.tensor("m"), b.tensor("n")}), a.tensor("u")};
   EXPECT_EQ(fake_gpu::state().allocations.size(), 3u);
   EXPECT_EQ(fake_gpu::state().last_malloc_device, 1);
   for (std::size_t i = 0; i < count; ++i) {
@@ -90,4 +83,4 @@ INSTANTIATE_TEST_SUITE_P(Strategies, FakeWeightsTest, ::testing::Values(ROOTSPAN
                          });
 
 }  // namespace
-}  // namespace gpu_test
+}  // namespace rootspan::testing

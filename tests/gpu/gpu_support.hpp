@@ -32,7 +32,7 @@
 #define GPU_TEST_ROCM_PLUGIN ""
 #endif
 
-namespace gpu_test {
+namespace rootspan::testing {
 
 // The two device providers, as the suites are parametrized over them.
 inline const char *runtime_of(const std::string &kind) { return kind == "cuda" ? "CUDA" : "HIP"; }
@@ -46,14 +46,12 @@ inline std::string plugin_path(const std::string &kind) {
 
 // Skips the test when the plugin was not built; fails when it should be there
 // and is not.
-#define GPU_TEST_REQUIRE_PLUGIN(kind)                                                                      \
-  do {                                                                                                     \
-    if (::gpu_test::plugin_path(kind).empty()) GTEST_SKIP() << "the " << (kind) << " plugin is not built"; \
-    ASSERT_TRUE(std::filesystem::is_regular_file(::gpu_test::plugin_path(kind)))                           \
-        << "missing plugin " << ::gpu_test::plugin_path(kind);                                             \
+#define GPU_TEST_REQUIRE_PLUGIN(kind)                                                                               \
+  do {                                                                                                              \
+    if (::rootspan::testing::plugin_path(kind).empty()) GTEST_SKIP() << "the " << (kind) << " plugin is not built"; \
+    ASSERT_TRUE(std::filesystem::is_regular_file(::rootspan::testing::plugin_path(kind)))                           \
+        << "missing plugin " << ::rootspan::testing::plugin_path(kind);                                             \
   } while (0)
-
-using ::rootspan::test_support::TempDir;
 
 // Writes manifest.json into dir naming the plugin of `kind` by absolute path.
 inline std::filesystem::path write_manifest(const TempDir &dir, const std::string &kind,
@@ -72,8 +70,6 @@ inline std::filesystem::path write_manifest(const TempDir &dir, const std::strin
                           << "}\n";
   return manifest;
 }
-
-using ::rootspan::test_support::ErrorPtr;
 
 inline std::string message_of(const rootspan_error *error) {
   return error == nullptr ? std::string("(no error object)") : rootspan_error_message(error);
@@ -247,4 +243,4 @@ class GpuProviderTest : public ::testing::TestWithParam<std::string> {
 
 inline std::string kind_name(const ::testing::TestParamInfo<std::string> &info) { return info.param; }
 
-}  // namespace gpu_test
+}  // namespace rootspan::testing

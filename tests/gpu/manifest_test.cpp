@@ -9,7 +9,7 @@
 
 #include "gpu_support.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
 
 class ManifestTest : public GpuProviderTest {
@@ -138,5 +138,5 @@ EXPECT_EQ(deleted, 1);
 
 INSTANTIATE_TEST_SUITE_P(Providers, ManifestTest, ::testing::Values("cuda", "rocm"), kind_name);
 
-}  // namespace gpu_test
-}  // namespace gpu_test
+}  // namespace rootspan::testing
+}  // namespace rootspan::testing

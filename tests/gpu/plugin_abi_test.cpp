@@ -10,7 +10,7 @@
 
 #include "gpu_support.hpp"
 
-namespace gpu_test {
+namespace rootspan::testing {
 namespace {
 
 class PluginAbiTest : public GpuProviderTest {
@@ -304,4 +304,4 @@ INSTANTIATE_TEST_SUITE_P(Providers, PluginAbiTest, ::testing::Values("cuda", "ro
 INSTANTIATE_TEST_SUITE_P(Providers, PluginDeviceTest, ::testing::Values("cuda", "rocm"), kind_name);
 
 }  // namespace
-}  // namespace gpu_test
+}  // namespace rootspan::testing

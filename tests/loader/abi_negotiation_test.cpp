@@ -13,9 +13,9 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::HasValues;
-using test::Mentions;
+using testing::HasPolicy;
+using testing::HasValues;
+using testing::Mentions;
 
 rootspan_status fake_init(const rootspan_core_services *, const char *, rootspan_provider_instance **,
                           rootspan_provider_message *) {

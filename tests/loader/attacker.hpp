@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace rootspan::test {
+namespace rootspan::testing {
 
 inline constexpr const char *kAttackerName = "rootspan-attacker";
 
@@ -61,10 +61,10 @@ inline std::optional<Attacker> attacker(std::string &why_not) {
   return std::nullopt;
 }
 
-}  // namespace rootspan::test
+}  // namespace rootspan::testing
 
-#define ROOTSPAN_NEED_ATTACKER(var)                             \
-  std::string var##_why_not;                                    \
-  auto var##_found = ::rootspan::test::attacker(var##_why_not); \
-  if (!var##_found) GTEST_SKIP() << var##_why_not;              \
-  const ::rootspan::test::Attacker &var = *var##_found
+#define ROOTSPAN_NEED_ATTACKER(var)                                \
+  std::string var##_why_not;                                       \
+  auto var##_found = ::rootspan::testing::attacker(var##_why_not); \
+  if (!var##_found) GTEST_SKIP() << var##_why_not;                 \
+  const ::rootspan::testing::Attacker &var = *var##_found

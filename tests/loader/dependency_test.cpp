@@ -25,10 +25,10 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::Mentions;
-using test::sha256_hex;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::Mentions;
+using testing::sha256_hex;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kOrigin = LOADER_TEST_ORIGIN_PLUGIN;
@@ -47,7 +47,7 @@ struct Package {
 // the same length.
 fs::path with_runpath_patched(const TempDir &dir, const std::string &from, const std::string &to) {
   EXPECT_EQ(from.size(), to.size());
-  std::string image = test::read_file(kOrigin);
+  std::string image = testing::read_file(kOrigin);
   const std::size_t at = image.find(from);
   EXPECT_NE(at, std::string::npos) << from << " is not in the plugin";
   if (at != std::string::npos) image.replace(at, from.size(), to);
@@ -70,7 +70,7 @@ TEST(ElfDynamic, ReadsNeededAndRunpathFromTheDescriptor) {
 TEST(ElfDynamic, AStringOffsetOutsideTheTableIsRefused) {
   TempDir dir;
   // Truncating the file cuts the string table off.
-  std::string image = test::read_file(kOrigin);
+  std::string image = testing::read_file(kOrigin);
   fs::path file = dir.write("libcut.so", image.substr(0, 1024));
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   auto r = read_elf_dynamic(fd, "plugin " + file.string());
@@ -83,7 +83,7 @@ TEST(ElfDynamic, AStringOffsetOutsideTheTableIsRefused) {
 
 TEST(ElfDynamic, TooManyProgramHeadersAreRefused) {
   TempDir dir;
-  std::string image = test::read_file(kOrigin);
+  std::string image = testing::read_file(kOrigin);
   ElfW(Ehdr) header;
   std::memcpy(&header, image.data(), sizeof header);
   header.e_phnum = static_cast<decltype(header.e_phnum)>(kMaxElfProgramHeaders + 1);
@@ -127,7 +127,7 @@ TEST(PluginDependenciesL4, ADependencyWhoseSonameIsNotItsNeededNameIsRefused) {
   // would be checked here and then loaded again by ld.so from disk. Its
   // soname is patched to another of the same length.
   Package package;
-  std::string image = test::read_file(package.dep);
+  std::string image = testing::read_file(package.dep);
   const std::size_t at = image.find(kDepName + '\0');
   ASSERT_NE(at, std::string::npos) << "the dependency's DT_SONAME string";
   image.replace(at, kDepName.size(), "librootspan-test-origin-dex.so");
@@ -197,7 +197,7 @@ ManifestEntry entry_for(const fs::path &plugin, std::map<std::string, std::strin
 
 TEST(PluginDependenciesL4, PinnedDependencyIsLoadedFromASealedCopy) {
   Package package;
-  auto r = check_plugin_file(entry_for(package.plugin, {{kDepName, sha256_hex(test::read_file(package.dep))}}));
+  auto r = check_plugin_file(entry_for(package.plugin, {{kDepName, sha256_hex(testing::read_file(package.dep))}}));
   ASSERT_TRUE(r) << r.error()->message();
   ASSERT_EQ(r.value().dependencies.size(), 1u);
   EXPECT_EQ(::fcntl(r.value().dependencies[0].fd.get(), F_GET_SEALS), kPinSeals);
@@ -222,7 +222,7 @@ TEST(PluginDependenciesL4, PinsAreCheckedAndMustCoverEveryDependency) {
                                       "): not pinned (expected its digest in the entry's dependencies_sha256"));
 
   r = check_plugin_file(
-      entry_for(package.plugin, {{kDepName, sha256_hex(test::read_file(package.dep))}, {"libother.so", zeros}}));
+      entry_for(package.plugin, {{kDepName, sha256_hex(testing::read_file(package.dep))}, {"libother.so", zeros}}));
   ASSERT_FALSE(r);
   EXPECT_TRUE(Mentions(r.error(), "dependencies_sha256 names libother.so, which the plugin does not load"));
 }

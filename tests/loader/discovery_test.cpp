@@ -13,7 +13,7 @@
 namespace rootspan {
 namespace {
 
-using test::TempDir;
+using testing::TempDir;
 namespace fs = std::filesystem;
 using Paths = std::vector<fs::path>;
 

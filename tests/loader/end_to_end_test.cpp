@@ -19,9 +19,9 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::Mentions;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::Mentions;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
@@ -201,14 +201,14 @@ TEST(LoaderEndToEnd, BytesLoadedAreTheBytesHashedEvenWhenThePathIsSwapped) {
       {"name": "host", "kind": "host", "library": ")" + plugin.string() +
                                                             R"(", "abi": {"major": 1, "minor": 1}, "sha256": ")" +
                                                             pinned + R"("}]})");
-  ASSERT_TRUE(test::swap_on_next_open(plugin.string(), replacement.string()));
+  ASSERT_TRUE(testing::swap_on_next_open(plugin.string(), replacement.string()));
   ContextOptions options;
   options.static_providers = false;
   options.manifests = {manifest.string()};
   auto context = Context::create(options);
-  test::disarm_swap_on_open();
+  testing::disarm_swap_on_open();
   ASSERT_TRUE(context) << context.error()->message();
-  ASSERT_TRUE(test::swap_happened()) << "the loader never opened " << plugin;
+  ASSERT_TRUE(testing::swap_happened()) << "the loader never opened " << plugin;
   EXPECT_EQ(digest_of(plugin), replaced) << "the path does not name the replacement";
   const std::vector<ProviderReport> reports = context.value()->reports();  // a snapshot
   ASSERT_EQ(reports.size(), 1u);

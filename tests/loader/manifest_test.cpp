@@ -12,10 +12,10 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::HasValues;
-using test::Mentions;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::HasValues;
+using testing::Mentions;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const std::filesystem::path kOrigin = "/etc/rootspan/manifest.d/10-test.json";

@@ -19,10 +19,10 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::Mentions;
-using test::sha256_hex;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::Mentions;
+using testing::sha256_hex;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
@@ -40,7 +40,7 @@ void rewrite_in_place(const fs::path &file, const std::string &bytes) {
 TEST(PinnedPluginL4, IsCheckedAndLoadedFromASealedMemfd) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libpinned.so");
-  const std::string digest = sha256_hex(test::read_file(file));
+  const std::string digest = sha256_hex(testing::read_file(file));
   auto r = check_plugin_file(file, digest);
   ASSERT_TRUE(r) << r.error()->message();
   const CheckedLibrary &lib = r.value();
@@ -61,10 +61,10 @@ TEST(PinnedPluginL4, IsCheckedAndLoadedFromASealedMemfd) {
 TEST(PinnedPluginL4, RewritingTheFileAfterTheHashDoesNotChangeWhatIsLoaded) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libpinned.so");
-  auto checked = check_plugin_file(file, sha256_hex(test::read_file(file)));
+  auto checked = check_plugin_file(file, sha256_hex(testing::read_file(file)));
   ASSERT_TRUE(checked) << checked.error()->message();
   // The writer wins the race outright: the file now holds other code.
-  rewrite_in_place(file, test::read_file(kNoEntry));
+  rewrite_in_place(file, testing::read_file(kNoEntry));
   auto loaded = load_plugin_library(std::move(checked).value());
   ASSERT_TRUE(loaded) << loaded.error()->message();
   ASSERT_NE(loaded.value().entry, nullptr) << "the rewritten bytes (a library without the entry) were loaded";
@@ -80,8 +80,8 @@ TEST(PinnedPluginL4, RewritingTheFileAfterTheHashDoesNotChangeWhatIsLoaded) {
 TEST(PinnedPluginL4, AWriterRacingTheLoaderNeverWins) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libraced.so");
-  const std::string good = test::read_file(kGood);
-  const std::string other = test::read_file(kNoEntry);
+  const std::string good = testing::read_file(kGood);
+  const std::string other = testing::read_file(kNoEntry);
   const std::string digest = sha256_hex(good);
 
   std::atomic<bool> stop{false};
@@ -124,7 +124,7 @@ TEST(PinnedPluginL4, AMismatchIsStillReportedWithBothDigests) {
   ASSERT_FALSE(r);
   EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(Mentions(r.error(), "sha256 does not match (expected " + std::string(64, '0') + ", actual " +
-                                      sha256_hex(test::read_file(file)) + ")"));
+                                      sha256_hex(testing::read_file(file)) + ")"));
 }
 
 // A pinned library is copied into memory: one larger than the limit is
@@ -137,7 +137,7 @@ TEST(PinnedPluginL4, ALibraryTooLargeToPinIsRefusedBeforeCopying) {
   ASSERT_FALSE(r);
   EXPECT_TRUE(HasPolicy(r.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(Mentions(r.error(), "too large to pin (expected at most 1073741824 bytes, actual 1073741825)"));
-  EXPECT_TRUE(test::HasValues(r.error(), kMaxPinnedLibraryBytes, kMaxPinnedLibraryBytes + 1));
+  EXPECT_TRUE(testing::HasValues(r.error(), kMaxPinnedLibraryBytes, kMaxPinnedLibraryBytes + 1));
 }
 
 }  // namespace

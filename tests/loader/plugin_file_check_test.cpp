@@ -17,11 +17,11 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::HasValues;
-using test::Mentions;
-using test::sha256_hex;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::HasValues;
+using testing::Mentions;
+using testing::sha256_hex;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
@@ -34,7 +34,7 @@ Diagnostic check_error(const fs::path &path, std::optional<std::string> sha256 =
 
 // A copy of the good plugin with bytes patched at offset.
 fs::path patched_copy(const TempDir &dir, std::string_view name, std::size_t offset, const void *bytes, std::size_t n) {
-  std::string image = test::read_file(kGood);
+  std::string image = testing::read_file(kGood);
   std::memcpy(image.data() + offset, bytes, n);
   fs::path file = dir.write(name, image);
   ::chmod(file.c_str(), 0755);
@@ -138,7 +138,7 @@ TEST(PluginFileL4, OtherByteOrderIsRefused) {
 
 TEST(PluginFileL4, TruncatedHeaderIsRefused) {
   TempDir dir;
-  std::string head = test::read_file(kGood).substr(0, 20);
+  std::string head = testing::read_file(kGood).substr(0, 20);
   Diagnostic d = check_error(dir.write("libshort.so", head));
   EXPECT_TRUE(HasPolicy(d, "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(HasValues(d, sizeof(Elf64_Ehdr), 20));
@@ -174,14 +174,14 @@ TEST(PluginFileL4, OtherMachineIsRefused) {
 }
 
 TEST(PluginFileL4, Sha256MatchPasses) {
-  const std::string digest = sha256_hex(test::read_file(kGood));
+  const std::string digest = sha256_hex(testing::read_file(kGood));
   auto r = check_plugin_file(kGood, digest);
   ASSERT_TRUE(r) << r.error()->message();
   EXPECT_EQ(r.value().sha256, digest);
 }
 
 TEST(PluginFileL4, Sha256MismatchIsRefused) {
-  const std::string actual = sha256_hex(test::read_file(kGood));
+  const std::string actual = sha256_hex(testing::read_file(kGood));
   const std::string wrong(64, '0');
   Diagnostic d = check_error(kGood, wrong);
   EXPECT_TRUE(HasPolicy(d, "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
@@ -192,7 +192,7 @@ TEST(PluginFileL4, Sha256MismatchIsRefused) {
 TEST(PluginFileL4, DigestComesFromTheOpenDescriptorNotThePath) {
   TempDir dir;
   fs::path file = dir.copy(kGood, "libswap.so");
-  const std::string original = sha256_hex(test::read_file(file));
+  const std::string original = sha256_hex(testing::read_file(file));
   auto r = check_plugin_file(file);
   ASSERT_TRUE(r) << r.error()->message();
   // Swap the file at the path for something else after the check.

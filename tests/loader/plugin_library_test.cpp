@@ -16,10 +16,10 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::Mentions;
-using test::object_is_loaded;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::Mentions;
+using testing::object_is_loaded;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;

@@ -9,7 +9,7 @@
 namespace rootspan {
 namespace {
 
-using test::Mentions;
+using testing::Mentions;
 
 ProviderReport started(const std::string &name, std::int32_t priority, std::uint32_t devices,
                        const std::string &no_device_reason = "") {

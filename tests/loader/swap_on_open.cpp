@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <mutex>
 
-namespace rootspan::test {
+namespace rootspan::testing {
 namespace {
 
 std::mutex hook_mutex;
@@ -67,13 +67,13 @@ void disarm_swap_on_open() {
   armed_path.clear();
 }
 
-}  // namespace rootspan::test
+}  // namespace rootspan::testing
 
-using rootspan::test::after_open;
-using rootspan::test::mode_argument;
-using rootspan::test::next;
-using rootspan::test::open_fn;
-using rootspan::test::openat_fn;
+using rootspan::testing::after_open;
+using rootspan::testing::mode_argument;
+using rootspan::testing::next;
+using rootspan::testing::open_fn;
+using rootspan::testing::openat_fn;
 
 extern "C" int open(const char *path, int flags, ...) {
   va_list args;

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace rootspan::test {
+namespace rootspan::testing {
 
 // Arms the hook for one open; returns false if it was already armed.
 bool swap_on_next_open(const std::string &path, const std::string &replacement);
@@ -18,4 +18,4 @@ bool swap_happened();
 // Disarms the hook (the destructor of a test fixture calls this).
 void disarm_swap_on_open();
 
-}  // namespace rootspan::test
+}  // namespace rootspan::testing

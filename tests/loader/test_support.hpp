@@ -20,11 +20,7 @@
 #include "tests/support/sha256.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace rootspan::test {
-
-using ::rootspan::test_support::sha256_hex;
-
-using ::rootspan::test_support::TempDir;
+namespace rootspan::testing {
 
 inline std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -78,4 +74,4 @@ inline ::testing::AssertionResult HasValues(const Diagnostic &d, std::uint64_t e
   return ::testing::AssertionSuccess();
 }
 
-}  // namespace rootspan::test
+}  // namespace rootspan::testing

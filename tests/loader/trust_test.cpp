@@ -21,9 +21,9 @@
 namespace rootspan {
 namespace {
 
-using test::HasPolicy;
-using test::Mentions;
-using test::TempDir;
+using testing::HasPolicy;
+using testing::Mentions;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const fs::path kGood = LOADER_TEST_GOOD_PLUGIN;
@@ -71,7 +71,7 @@ TEST(TrustRule, PluginOwnedByAnotherUserIsRefused) {
   EXPECT_TRUE(Mentions(d, "(rootspan-attacker)"));
   EXPECT_TRUE(Mentions(d, "expected owner root"));
   EXPECT_TRUE(Mentions(d, "mode 0755"));
-  EXPECT_TRUE(test::HasValues(d, 0, attacker.uid));
+  EXPECT_TRUE(testing::HasValues(d, 0, attacker.uid));
 }
 
 TEST(TrustRule, GroupWritablePluginIsRefused) {
@@ -81,7 +81,7 @@ TEST(TrustRule, GroupWritablePluginIsRefused) {
   EXPECT_TRUE(HasPolicy(d, "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
   EXPECT_TRUE(Mentions(d, plugin.string() + " group-writable"));
   EXPECT_TRUE(Mentions(d, "actual owner " + describe_owner(::geteuid()) + ", mode 0775"));
-  EXPECT_TRUE(test::HasValues(d, 0755, 0775));
+  EXPECT_TRUE(testing::HasValues(d, 0755, 0775));
 }
 
 TEST(TrustRule, WorldWritablePluginIsRefused) {
@@ -139,7 +139,7 @@ TEST(TrustRule, StickyFolderAcceptsOnlyFilesOfRootOrTheUser) {
   EXPECT_EQ(v->problem, "world-writable");
 
   std::string why_not;
-  auto attacker = test::attacker(why_not);
+  auto attacker = testing::attacker(why_not);
   if (!attacker) GTEST_SKIP() << why_not;
   attacker->own(mine);
   v = find_trust_violation(mine);

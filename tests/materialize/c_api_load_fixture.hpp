@@ -16,7 +16,7 @@
 #include "materialize_support.hpp"
 #include "tests/support/upload_provider.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 
 class CApiLoadTest : public ::testing::Test {
  protected:
@@ -90,4 +90,4 @@ class UploadCApiLoadTest : public CApiLoadTest {
   }
 };
 
-}  // namespace mtest
+}  // namespace rootspan::testing

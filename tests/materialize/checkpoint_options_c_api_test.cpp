@@ -13,7 +13,7 @@
 
 #include "c_api_load_fixture.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 class CheckpointOptionsTest : public CApiLoadTest {
@@ -309,4 +309,4 @@ TEST_F(CheckpointOptionsTest, InspectRejectsNullsAndAShortStruct) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

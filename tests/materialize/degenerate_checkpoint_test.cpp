@@ -13,10 +13,8 @@
 #include "core/c_api_support.hpp"  // rootspan_context -> Context, for live_roots()
 #include "materialize_support.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
-
-using rootspan::weights::testing::GgufWriter;
 
 // A safetensors file of exactly this header (padded to 8 bytes) and data.
 fs::path write_raw_safetensors(const TempDir &dir, const std::string &name, std::string header,
@@ -160,4 +158,4 @@ TEST_F(DegenerateCheckpointTest, CancellingANothingLoadNamesNoComponent) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -19,7 +19,7 @@
 #include "materialize_support.hpp"
 #include "tests/support/upload_provider.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 enum class Hook { kAllocate, kMap, kCopy, kRelease };
@@ -332,4 +332,4 @@ TEST(FaultInjection, EveryFaultOfEveryHookFailsCleanly) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -20,7 +20,7 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 using rootspan::Context;
@@ -29,10 +29,6 @@ using rootspan::weights::Checkpoint;
 using rootspan::weights::LoadOptions;
 using rootspan::weights::LoadResult;
 using rootspan::weights::Strategy;
-using rootspan::weights::testing::gguf_test_type;
-using rootspan::weights::testing::gguf_test_types;
-using rootspan::weights::testing::GgufTestType;
-using rootspan::weights::testing::GgufWriter;
 
 class GgufLoadTest : public ::testing::Test {
  protected:
@@ -142,4 +138,4 @@ TEST_F(GgufLoadTest, ASplitFileLoadsEveryPart) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

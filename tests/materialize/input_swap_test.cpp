@@ -28,7 +28,7 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 using rootspan::Context;
@@ -263,4 +263,4 @@ TEST(Fifos, NamedAsShardIndexSchemaOrCheckpointFailAtOnce) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

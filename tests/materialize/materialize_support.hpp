@@ -23,13 +23,9 @@
 #include "tests/support/c_api_owners.hpp"
 #include "tests/support/sha256.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 
 namespace fs = std::filesystem;
-using rootspan::weights::testing::header_json;
-using rootspan::weights::testing::TempDir;
-using rootspan::weights::testing::tensor_bytes;
-using rootspan::weights::testing::TensorSpec;
 
 // One safetensors file as written: its path, its bytes, and where each
 // tensor's bytes lie in it.
@@ -89,8 +85,6 @@ inline std::vector<std::byte> concat(std::initializer_list<std::vector<std::byte
   return out;
 }
 
-using ::rootspan::test_support::sha256_hex;
-
 // One component schema entry (dense).
 inline std::string dense_component(const std::string &id, const std::string &role,
                                    const std::vector<std::string> &sources, const std::vector<std::uint64_t> &dims,
@@ -98,9 +92,8 @@ inline std::string dense_component(const std::string &id, const std::string &rol
   std::string s;
   for (const auto &source : sources) s += (s.empty() ? "\"" : ",\"") + source + "\"";
   return "{\"id\":\"" + id + "\",\"role\":\"" + role + "\",\"sources\":[" + s +
-         "],\"dimensions\":" + rootspan::weights::testing::shape_json(dims) +
-         ",\"encoding\":{\"dense\":{\"element_type\":\"" + dtype +
-         "\"}},\"required\":" + (required ? "true" : "false") + "}";
+         "],\"dimensions\":" + rootspan::testing::shape_json(dims) + ",\"encoding\":{\"dense\":{\"element_type\":\"" +
+         dtype + "\"}},\"required\":" + (required ? "true" : "false") + "}";
 }
 
 inline std::string schema_json(const std::vector<std::string> &components) {
@@ -111,11 +104,9 @@ inline std::string schema_json(const std::vector<std::string> &components) {
 
 // ---- C API owners ----------------------------------------------------------
 
-using ::rootspan::test_support::ErrorPtr;
-
 inline std::string describe(const rootspan_error *e) {
   if (e == nullptr) return "(no error object)";
   return std::string(rootspan_status_name(rootspan_error_code(e))) + ": " + rootspan_error_message(e);
 }
 
-}  // namespace mtest
+}  // namespace rootspan::testing

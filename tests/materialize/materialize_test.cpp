@@ -21,7 +21,7 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 using rootspan::Context;
@@ -532,4 +532,4 @@ TEST(StagingShape, TheRingOwnsItsDefaultsBoundsAndFloorForEveryCaller) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

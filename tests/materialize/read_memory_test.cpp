@@ -17,7 +17,7 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 using rootspan::Context;
@@ -118,4 +118,4 @@ TEST(ReadStrategyMemory, ACopyThatFitsIsNotRefused) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -17,7 +17,7 @@
 #include "c_api_load_fixture.hpp"
 #include "weights/placement/available_memory.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 // A folder on tmpfs (/dev/shm), removed with the object; empty when there is none.
@@ -301,4 +301,4 @@ TEST_F(ReadStrategyTest, AnUnknownStrategyIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -10,7 +10,7 @@
 #include "core/claim_ops.hpp"
 #include "core/copy.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 
 inline std::vector<std::byte> read_root(rootspan::Root &root) {
   std::vector<std::byte> out(root.extent.length);
@@ -25,4 +25,4 @@ inline std::vector<std::byte> read_root(rootspan::Root &root) {
   return out;
 }
 
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -22,7 +22,7 @@
 
 #include "c_api_load_fixture.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
@@ -469,4 +469,4 @@ TEST_F(SignedLoadTest, SignRefusesNullsAndBadStructSizes) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

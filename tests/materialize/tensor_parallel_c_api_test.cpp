@@ -11,7 +11,7 @@
 
 #include "c_api_load_fixture.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 class TensorParallelTest : public CApiLoadTest {
@@ -173,4 +173,4 @@ TEST_F(TensorParallelTest, BadSlicingFailsAndLeavesNothing) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -13,7 +13,7 @@
 #include "core/mapped_read.hpp"
 #include "materialize_support.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 class TruncatedFile : public ::testing::Test {
@@ -136,4 +136,4 @@ TEST(MappedRead, ACopyThatFaultsOnATruncatedMappingFailsAndTheProcessGoesOn) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

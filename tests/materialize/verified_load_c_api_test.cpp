@@ -25,7 +25,7 @@
 
 #include "c_api_load_fixture.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 constexpr const char *kCommit = "0123456789abcdef0123456789abcdef01234567";
@@ -600,4 +600,4 @@ TEST_F(VerifiedLoadTest, HashRefusesNullsAndABadStructSize) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -15,7 +15,7 @@
 
 #include "c_api_load_fixture.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 class WeightsCApiTest : public UploadCApiLoadTest {
@@ -1008,4 +1008,4 @@ TEST_F(WeightsCApiTest, ANonexistentHostDeviceIsRefusedEvenWhenEveryComponentIsZ
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -10,7 +10,7 @@
 #include "materialize_support.hpp"
 #include "tests/support/upload_provider.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 class WeightsFree : public ::testing::Test {
@@ -78,4 +78,4 @@ TEST_F(WeightsFree, AClaimOnAnyComponentFreesNothing) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

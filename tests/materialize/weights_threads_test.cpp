@@ -14,7 +14,7 @@
 
 #include "materialize_support.hpp"
 
-namespace mtest {
+namespace rootspan::testing {
 namespace {
 
 constexpr std::size_t kTensors = 6;
@@ -182,4 +182,4 @@ TEST(WeightsThreads, AReleaseDuringAHashIsBusyNotAFreedRoot) {
 }
 
 }  // namespace
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -13,7 +13,7 @@
 
 #include "plugin_test_support.hpp"
 
-namespace plugin_test {
+namespace rootspan::testing {
 namespace {
 
 // ---- load time --------------------------------------------------------------
@@ -454,4 +454,4 @@ TEST(OneManifestManyBreaches, TheGoodEntryLoadsAndEachBadOneHasItsOwnReason) {
 }
 
 }  // namespace
-}  // namespace plugin_test
+}  // namespace rootspan::testing

@@ -24,7 +24,7 @@
 #include "tests/support/c_api_owners.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace plugin_test {
+namespace rootspan::testing {
 
 namespace fs = std::filesystem;
 
@@ -35,8 +35,6 @@ inline std::string provider_library(std::string_view name) {
 
 // The neighbour every test loads beside a misbehaving provider.
 inline constexpr const char *kSimdev = "simdev";
-
-using ::rootspan::test_support::TempDir;
 
 // One manifest entry (docs/loader-policies.md).
 struct Entry {
@@ -70,8 +68,6 @@ inline nlohmann::json manifest_document(const std::vector<Entry> &entries) {
 inline std::string write_manifest(const TempDir &dir, std::string_view file, const std::vector<Entry> &entries) {
   return dir.write(file, manifest_document(entries).dump(2)).string();
 }
-
-using ::rootspan::test_support::ErrorPtr;
 
 struct ContextDestroy {
   void operator()(rootspan_context *c) const { rootspan_context_destroy(c, nullptr); }
@@ -299,4 +295,4 @@ inline void ExpectSimdevWorks(rootspan_context *context) {
   EXPECT_EQ(live_allocations("simdev"), 0);
 }
 
-}  // namespace plugin_test
+}  // namespace rootspan::testing

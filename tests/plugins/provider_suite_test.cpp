@@ -7,7 +7,7 @@
 
 #include "plugin_test_support.hpp"
 
-namespace plugin_test {
+namespace rootspan::testing {
 namespace {
 
 struct HostSource {
@@ -361,4 +361,4 @@ INSTANTIATE_TEST_SUITE_P(Plugins, HostProvider,
                          [](const auto &info) { return std::string(info.param.label); });
 
 }  // namespace
-}  // namespace plugin_test
+}  // namespace rootspan::testing

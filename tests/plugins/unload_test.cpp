@@ -8,7 +8,7 @@
 
 #include "plugin_test_support.hpp"
 
-namespace plugin_test {
+namespace rootspan::testing {
 namespace {
 
 // Loads `provider` in a context of its own, checks it, and destroys the context.
@@ -77,4 +77,4 @@ TEST(DescriptorNames, NameLeftBehindByAnotherLoaderIsAvoided) {
 }
 
 }  // namespace
-}  // namespace plugin_test
+}  // namespace rootspan::testing

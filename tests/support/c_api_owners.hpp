@@ -6,7 +6,7 @@
 
 #include "rootspan/rootspan.h"
 
-namespace rootspan::test_support {
+namespace rootspan::testing {
 
 struct ErrorFree {
   void operator()(rootspan_error *e) const { rootspan_error_free(e); }
@@ -14,4 +14,4 @@ struct ErrorFree {
 // An error object, freed with rootspan_error_free.
 using ErrorPtr = std::unique_ptr<rootspan_error, ErrorFree>;
 
-}  // namespace rootspan::test_support
+}  // namespace rootspan::testing

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-namespace rstest {
+namespace rootspan::testing {
 
 namespace {
 
@@ -93,4 +93,4 @@ constexpr auto kEntries = entries(std::make_index_sequence<kNamedProviderCount>(
 
 rootspan_provider_entry_fn named_provider_entry(std::size_t index) { return kEntries.at(index); }
 
-}  // namespace rstest
+}  // namespace rootspan::testing

@@ -7,11 +7,11 @@
 
 #include "rootspan/provider.h"
 
-namespace rstest {
+namespace rootspan::testing {
 
 inline constexpr std::size_t kNamedProviderCount = 48;
 
 // The entry function of provider "named-<index>", index < kNamedProviderCount.
 rootspan_provider_entry_fn named_provider_entry(std::size_t index);
 
-}  // namespace rstest
+}  // namespace rootspan::testing

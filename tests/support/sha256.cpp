@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace rootspan::test_support {
+namespace rootspan::testing {
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -25,4 +25,4 @@ std::string sha256_hex(const std::vector<std::byte> &bytes) {
   return sha256_hex(std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
 }
 
-}  // namespace rootspan::test_support
+}  // namespace rootspan::testing

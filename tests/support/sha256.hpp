@@ -7,11 +7,11 @@
 #include <string_view>
 #include <vector>
 
-namespace rootspan::test_support {
+namespace rootspan::testing {
 
 // The lowercase hex SHA-256 of some bytes; throws std::runtime_error when
 // OpenSSL fails.
 std::string sha256_hex(std::string_view bytes);
 std::string sha256_hex(const std::vector<std::byte> &bytes);
 
-}  // namespace rootspan::test_support
+}  // namespace rootspan::testing

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rootspan::test_support {
+namespace rootspan::testing {
 
 namespace fs = std::filesystem;
 
@@ -44,4 +44,4 @@ fs::path TempDir::copy(const fs::path &from, std::string_view name, mode_t mode)
   return file;
 }
 
-}  // namespace rootspan::test_support
+}  // namespace rootspan::testing

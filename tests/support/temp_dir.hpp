@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rootspan::test_support {
+namespace rootspan::testing {
 
 // A fresh folder under $TMPDIR (or /tmp), its path made canonical, removed
 // with everything in it when the object goes. Throws std::runtime_error when
@@ -38,4 +38,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace rootspan::test_support
+}  // namespace rootspan::testing

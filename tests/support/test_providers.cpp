@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace rstest {
+namespace rootspan::testing {
 
 namespace {
 
@@ -337,4 +337,4 @@ const rootspan_provider_table *nomap_entry(std::uint32_t, std::uint32_t) {
 
 const rootspan_provider_table *null_entry(std::uint32_t, std::uint32_t) { return nullptr; }
 
-}  // namespace rstest
+}  // namespace rootspan::testing

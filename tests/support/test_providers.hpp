@@ -27,7 +27,7 @@
 
 #include "rootspan/provider.h"
 
-namespace rstest {
+namespace rootspan::testing {
 
 // Which hooks a table offers and what it calls itself.
 struct TableConfig {
@@ -123,4 +123,4 @@ const rootspan_provider_table *device_sim_entry(std::uint32_t core_major, std::u
 const rootspan_provider_table *nomap_entry(std::uint32_t core_major, std::uint32_t core_minor);
 const rootspan_provider_table *null_entry(std::uint32_t core_major, std::uint32_t core_minor);
 
-}  // namespace rstest
+}  // namespace rootspan::testing

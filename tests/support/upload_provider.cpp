@@ -5,7 +5,7 @@
 #include <mutex>
 #include <set>
 
-namespace mtest {
+namespace rootspan::testing {
 
 namespace {
 
@@ -239,4 +239,4 @@ int upload_live_blocks() {
 const rootspan_provider_table *upload_entry(std::uint32_t, std::uint32_t) { return &kTable; }
 const rootspan_provider_table *shared_upload_entry(std::uint32_t, std::uint32_t) { return &kSharedTable; }
 
-}  // namespace mtest
+}  // namespace rootspan::testing

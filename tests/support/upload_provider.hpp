@@ -16,7 +16,7 @@
 
 #include "rootspan/provider.h"
 
-namespace mtest {
+namespace rootspan::testing {
 
 inline constexpr const char *kUploadProviderName = "upload";
 inline constexpr const char *kSharedUploadProviderName = "shared";
@@ -62,4 +62,4 @@ const rootspan_provider_table *upload_entry(std::uint32_t core_major, std::uint3
 // as on an integrated GPU, so a load reads straight into it.
 const rootspan_provider_table *shared_upload_entry(std::uint32_t core_major, std::uint32_t core_minor);
 
-}  // namespace mtest
+}  // namespace rootspan::testing

@@ -3,13 +3,13 @@
 #include <cstdlib>
 #include <new>
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 std::atomic<std::size_t> largest_allocation{0};
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing
 
 namespace {
 void record(std::size_t size) {
-  auto &largest = rootspan::weights::testing::largest_allocation;
+  auto &largest = rootspan::testing::largest_allocation;
   std::size_t seen = largest.load(std::memory_order_relaxed);
   while (size > seen && !largest.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
   }

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstddef>
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 
 extern std::atomic<std::size_t> largest_allocation;
 
 inline void reset_largest_allocation() { largest_allocation.store(0); }
 
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing

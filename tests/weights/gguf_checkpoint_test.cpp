@@ -10,8 +10,10 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 namespace {
+
+using namespace rootspan::weights;
 
 GgufWriter mixed() {
   GgufWriter w;
@@ -303,4 +305,4 @@ TEST(GgufSplit, RefusesAPartOfASplitFileUnderAnotherName) {
 }
 
 }  // namespace
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing

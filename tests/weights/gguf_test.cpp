@@ -13,8 +13,10 @@
 #include "weights/schema/resolve.hpp"
 #include "weights/schema/schema.hpp"
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 namespace {
+
+using namespace rootspan::weights;
 
 Result<GgufFile> parse(const GgufWriter &writer) { return parse_gguf(writer.bytes(), "m.gguf"); }
 
@@ -401,4 +403,4 @@ TEST(GgufScale, OpensTenThousandTensors) {
 }
 
 }  // namespace
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 
 // ggml type id -> (values per block, bytes per block), written out here from
 // ggml's block layouts, kept apart from the reader's table.
@@ -238,4 +238,4 @@ struct GgufWriter {
   }
 };
 
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing

@@ -20,7 +20,7 @@
 namespace rootspan::weights {
 namespace {
 
-using test_support::TempDir;
+using testing::TempDir;
 
 std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
   std::mt19937 generator(seed);

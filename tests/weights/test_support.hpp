@@ -20,11 +20,9 @@
 #include "core/diagnostic.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 
 namespace fs = std::filesystem;
-
-using ::rootspan::test_support::TempDir;
 
 // The test's own dtype table (docs/weight-schema.md), kept apart from the reader's.
 inline std::uint64_t dtype_bits(std::string_view dtype) {
@@ -150,4 +148,4 @@ template <class T>
   return ::testing::AssertionSuccess();
 }
 
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing

@@ -15,8 +15,10 @@
 
 #include "test_support.hpp"
 
-namespace rootspan::weights::testing {
+namespace rootspan::testing {
 namespace {
+
+using namespace rootspan::weights;
 
 constexpr std::uint64_t kApparent = 1ull << 30;  // 1 GiB apparent, no block on disk
 
@@ -118,4 +120,4 @@ TEST(WarmMapping, WhatFitsIsReadInWhole) {
 }
 
 }  // namespace
-}  // namespace rootspan::weights::testing
+}  // namespace rootspan::testing
