@@ -14,9 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import cli_schemas  # noqa: E402
-from checks import check, report  # noqa: E402
+import cli_schemas
+from checks import check, report
 
 EXE = None
 

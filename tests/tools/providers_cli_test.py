@@ -9,9 +9,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import cli_schemas  # noqa: E402
-from checks import check, failures  # noqa: E402
+import cli_schemas
+from checks import check, failures
 
 
 def provider(directory, name):
