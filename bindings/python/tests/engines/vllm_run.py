@@ -4,9 +4,8 @@
 SPEC: {"model", "load_format", "extra" (model_loader_extra_config), "runner" ("generate" or "pooling"),
 "prompts" (lists of token ids, for generate) or "sentences" (for pooling), "max_tokens", "logprobs",
 "tensor_parallel_size", "dtype", "revision", "in_process" (the engine core and its worker in this process),
-"time_load" (with in_process: print the time of the model runner's get_model), "memory" (each worker's resident memory after start-up), "reloads": [{"path", "options", "direct": true to
-call the loader's load_weights instead of vLLM's in-place reload, "load_format": "safetensors" to reload
-through vLLM's default loader instead}]}.
+"time_load" (with in_process: print the time of the model runner's get_model), "memory" (each worker's resident memory after start-up), "reloads": [{"path", "options", "load_format":
+"safetensors" to reload through vLLM's default loader instead}]}.
 OUT: {"startup_seconds", "outputs" (tokens and logprobs, or embeddings), "memory": [[rank, VmRSS, VmHWM]],
 "reloads": [{"outputs" or "error"}]}.
 The engine runs with enforce_eager, gpu_memory_utilization 0.1 and a small max_model_len; vLLM spawns its
@@ -18,9 +17,9 @@ import sys
 import time
 
 
-def _reload(worker, path, options, direct, load_format):
+def _reload(worker, path, options, load_format):
     """In each worker: reload the model's weights from path with the rootspan load format and options,
-    through vLLM's own in-place reload (or the loader's load_weights with direct); with load_format
+    through vLLM's own in-place reload; with load_format
     "safetensors", through vLLM's default loader instead. Returns the error text, or None."""
     import types
     from vllm.config.load import LoadConfig
@@ -35,10 +34,7 @@ def _reload(worker, path, options, direct, load_format):
         else:
             loader = rootspan.vllm.loader_class()(LoadConfig(load_format="rootspan",
                                                              model_loader_extra_config=options))
-        if direct:
-            loader.load_weights(runner.get_model(), config)
-        else:
-            runner.reload_weights(weights_iterator=loader.get_all_weights(config, runner.get_model()))
+        runner.reload_weights(weights_iterator=loader.get_all_weights(config, runner.get_model()))
         return None
     except Exception as error:  # the test compares the words
         return f"{type(error).__name__}: {error}"
@@ -110,7 +106,7 @@ def main(spec_path, out_path):
         result["memory"] = llm.collective_rpc(_memory)
     for reload in spec.get("reloads", []):
         errors = llm.collective_rpc(_reload, args=(reload["path"], reload.get("options") or {},
-                                                   bool(reload.get("direct")), reload.get("load_format", "rootspan")))
+                                                   reload.get("load_format", "rootspan")))
         error = next((e for e in errors if e), None)
         entry = {"path": reload["path"], "options": reload.get("options") or {}}
         if error is not None:
