@@ -20,7 +20,7 @@ import sys
 import weakref
 from typing import NamedTuple
 
-from . import _abi, _arguments, _memory, dtypes, errors
+from . import _abi, _arguments, _memory, dlpack, dtypes, errors
 from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
@@ -268,6 +268,8 @@ class Component(_Exportable):
             lease = self._lease() if self._lease is not None else None
             if lease is None or lease.mapping is None:
                 self._live("export")
+            if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
+                return (dlpack.DLDeviceType.kDLCPU, 0)
             return self.root._dlpack_device()
 
     def _export_what(self):

@@ -73,6 +73,9 @@ class ExampleCheckpoint(Base):
                         self.assertEqual(array.shape, component.shape + (block["bytes_per_block"],))
                     zero_copy = strategy == "mmap" and len(spec["sources"]) == 1
                     self.assertEqual(component.zero_copy, zero_copy, cid)
+                    # Known without the Root for a zero-copy component; the Root's own answer, either way.
+                    self.assertEqual(component.__dlpack_device__(), (dlpack.DLDeviceType.kDLCPU, 0), cid)
+                    self.assertEqual(component.__dlpack_device__(), component.root.__dlpack_device__(), cid)
                     self.assertFalse(component.read_only, cid)  # zero-copy regions are copy-on-write
                     self.assertTrue(array.flags.writeable, cid)
                     self.assertEqual(component.sha256(), __import__("hashlib").sha256(expected).hexdigest())
