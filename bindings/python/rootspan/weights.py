@@ -325,6 +325,18 @@ def _sha256_of(lease):
     return digest.hexdigest()
 
 
+class _ComponentValues(collections.abc.ValuesView):
+    def __iter__(self):
+        self._mapping._live("components")
+        return iter(list(self._mapping._components))
+
+
+class _ComponentItems(collections.abc.ItemsView):
+    def __iter__(self):
+        self._mapping._live("components")
+        return iter([(c.id, c) for c in self._mapping._components])
+
+
 class Weights(collections.abc.Mapping):
     """The components of a load, by id, in load order."""
 
@@ -456,6 +468,14 @@ class Weights(collections.abc.Mapping):
     def __iter__(self):
         self._live("components")
         return iter([c.id for c in self._components])
+
+    # values() and items() walk the components in load order: Mapping's own would look each id up in the
+    # library again, one call per component (thousands in a load).
+    def values(self):
+        return _ComponentValues(self)
+
+    def items(self):
+        return _ComponentItems(self)
 
     def __len__(self):
         self._live("components")

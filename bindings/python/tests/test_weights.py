@@ -274,6 +274,19 @@ class Lifetime(Base):
             weights["model.norm.weight"]
         with self.assertRaisesRegex(ValueError, "the weights are closed"):
             len(weights)
+        for view in (weights.values(), weights.items()):
+            with self.assertRaisesRegex(ValueError, "the weights are closed"):
+                list(view)
+
+    def test_values_and_items_are_the_components_by_id_in_load_order(self):
+        with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
+            ids = list(weights)
+            self.assertEqual([c.id for c in weights.values()], ids)
+            self.assertEqual([(cid, c) for cid, c in weights.items()], [(cid, weights[cid]) for cid in ids])
+            self.assertTrue(all(weights[c.id] is c for c in weights.values()))
+            self.assertEqual(len(weights.values()), len(ids))
+            self.assertIn(weights[ids[0]], weights.values())
+            self.assertIn((ids[0], weights[ids[0]]), weights.items())
 
     def test_consumer_outlives_the_weights_object(self):
         tensors = checkpoint_tensors(EXAMPLE)
