@@ -327,14 +327,12 @@ def _sha256_of(lease):
 
 class _ComponentValues(collections.abc.ValuesView):
     def __iter__(self):
-        self._mapping._live("components")
-        return iter(list(self._mapping._components))
+        return iter(self._mapping._live_components())
 
 
 class _ComponentItems(collections.abc.ItemsView):
     def __iter__(self):
-        self._mapping._live("components")
-        return iter([(c.id, c) for c in self._mapping._components])
+        return iter([(c.id, c) for c in self._mapping._live_components()])
 
 
 class Weights(collections.abc.Mapping):
@@ -465,9 +463,13 @@ class Weights(collections.abc.Mapping):
         errors.check_plain(status, "find_component", f"rootspan_weights_find({name!r}) failed")
         return index.value
 
-    def __iter__(self):
+    def _live_components(self):
+        """The components in load order, as a list of their own; ValueError once the weights are closed."""
         self._live("components")
-        return iter([c.id for c in self._components])
+        return list(self._components)
+
+    def __iter__(self):
+        return iter([c.id for c in self._live_components()])
 
     # values() and items() walk the components in load order: Mapping's own would look each id up in the
     # library again, one call per component (thousands in a load).
