@@ -437,6 +437,43 @@ ROOTSPAN_API rootspan_status rootspan_weights_source_sha256(const rootspan_weigh
 ROOTSPAN_API rootspan_status rootspan_weights_release_component(rootspan_weights *weights, size_t index,
                                                                 rootspan_error **error);
 
+/* Added in 0.7.0. One component's memory as rootspan_weights_map_components
+ * hands it to the caller: what rootspan_claim_acquire and rootspan_map_* give
+ * for the whole component, for a caller that makes an array or a tensor of
+ * every component of a load (one call for all, not four for each). */
+typedef struct rootspan_component_mapping {
+  size_t struct_size;        /* in: a published size (the caller's sizeof) */
+  rootspan_claim *claim;     /* out: a claim on the whole component, exclusive when the root is writable, shared
+                                when it is read-only (zero-copy of a read-only file); the caller's: release it with
+                                rootspan_claim_release after unmapping */
+  rootspan_mapping *mapping; /* out: the whole component under that claim (map_write when writable, map_read
+                                when read-only), as its root's element type (bytes for the sub-byte types); the
+                                caller's: end it with rootspan_unmap */
+  void *data;                /* out: rootspan_mapping_data(mapping); valid until rootspan_unmap */
+  uint64_t byte_length;      /* out: rootspan_mapping_length(mapping): the component's byte_length */
+  int32_t writable;          /* out: non-zero when mapped for writing */
+} rootspan_component_mapping;
+#define ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_component_mapping, writable)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_mapping, ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE);
+#define ROOTSPAN_COMPONENT_MAPPING_PUBLISHED_SIZES ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE
+
+/* Added in 0.7.0. Claims and maps components [first, first + count), each
+ * whole, into mappings[0 .. count - 1] (each struct_size set by the caller).
+ * All or nothing: on failure no component is left claimed or mapped, and
+ * *error (when error is not NULL) names the component and why (CONFLICT
+ * while another claim holds it, INVALID_ARGUMENT once it was released). Releasing
+ * each is the caller's: rootspan_unmap, then rootspan_claim_release; the
+ * component (rootspan_weights_release_component) or the weights
+ * (rootspan_weights_free) can be released only after that. count 0 does
+ * nothing. INVALID_ARGUMENT for NULL weights or mappings, weights freed
+ * already, or a struct_size that is not a published size (naming the index);
+ * NOT_FOUND for a range past the component count. Operation
+ * "weights_map_components", or the claim_acquire or map_* of the component
+ * that failed. */
+ROOTSPAN_API rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_t first, size_t count,
+                                                             rootspan_component_mapping *mappings,
+                                                             rootspan_error **error);
+
 /* Releases every component's root (those not released already) and frees the
  * weights. Fails with ROOTSPAN_ERR_BUSY, freeing nothing, while a component is
  * still claimed; ROOTSPAN_ERR_INVALID_ARGUMENT, touching nothing, for weights

@@ -577,6 +577,123 @@ TEST_F(WeightsCApiTest, ReleasingOneComponentKeepsTheOthersAndFreeSkipsIt) {
   EXPECT_EQ(live_roots(), 0u);
 }
 
+// ---- every component claimed and mapped in one call -----------------------
+
+class MapComponentsTest : public WeightsCApiTest {
+ protected:
+  static std::vector<rootspan_component_mapping> sized(std::size_t n) {
+    std::vector<rootspan_component_mapping> m(n);
+    for (rootspan_component_mapping &one : m) one.struct_size = sizeof one;
+    return m;
+  }
+  static void unmap_all(const std::vector<rootspan_component_mapping> &mappings) {
+    for (const rootspan_component_mapping &m : mappings) {
+      EXPECT_EQ(rootspan_unmap(m.mapping), ROOTSPAN_OK);
+      EXPECT_EQ(rootspan_claim_release(m.claim, nullptr), ROOTSPAN_OK);
+    }
+  }
+  // The error's message after a failed call (and the error freed).
+  static std::string failure(rootspan_error *raw) {
+    ErrorPtr e(raw);
+    return e ? rootspan_error_message(e.get()) : std::string("(no error)");
+  }
+  const std::vector<TensorSpec> tensors_{{"a", "F32", {16}}, {"b", "U8", {16}}, {"c", "F32", {8}}};
+};
+
+TEST_F(MapComponentsTest, EachComponentIsClaimedAndMappedWholeForTheCaller) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 93);
+  for (const rootspan_load_strategy strategy : {ROOTSPAN_LOAD_MMAP, ROOTSPAN_LOAD_READ}) {
+    rootspan_load_options o = options();
+    o.strategy = strategy;
+    ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+    std::vector<rootspan_component_mapping> mappings = sized(3);
+    rootspan_error *raw = nullptr;
+    ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const rootspan_component_info c = info(i);
+      const rootspan_component_mapping &m = mappings[i];
+      ASSERT_EQ(m.byte_length, c.byte_length) << c.id;
+      EXPECT_EQ(m.writable, c.read_only ? 0 : 1) << c.id << " strategy " << strategy;
+      EXPECT_EQ(m.data, rootspan_mapping_data(m.mapping));
+      EXPECT_EQ(m.byte_length, rootspan_mapping_length(m.mapping));
+      const auto *bytes = static_cast<const std::byte *>(m.data);
+      EXPECT_EQ(std::vector<std::byte>(bytes, bytes + m.byte_length), file.tensor(c.id)) << c.id;
+      rootspan_span span{};
+      span.struct_size = sizeof span;
+      rootspan_claim_mode mode{};
+      ASSERT_EQ(rootspan_claim_get_span(m.claim, &span, &mode), ROOTSPAN_OK);
+      EXPECT_EQ(span.length, c.byte_length) << "the whole component is claimed";
+      EXPECT_EQ(mode, c.read_only ? ROOTSPAN_CLAIM_SHARED : ROOTSPAN_CLAIM_EXCLUSIVE) << c.id;
+    }
+    EXPECT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_ERR_BUSY) << "the caller's claims hold the roots";
+    EXPECT_NE(failure(raw).find("\"a\""), std::string::npos);
+    unmap_all(mappings);
+  }
+}
+
+TEST_F(MapComponentsTest, AComponentClaimedElsewhereFailsTheCallAndLeavesNothingMapped) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 94);
+  rootspan_load_options o = options();
+  o.strategy = ROOTSPAN_LOAD_READ;  // writable roots: exclusive claims
+  ASSERT_EQ(load(file.path, o), ROOTSPAN_OK) << message();
+  rootspan_claim *held = nullptr;
+  ASSERT_EQ(rootspan_claim_acquire(info(1).root, 0, 16, ROOTSPAN_CLAIM_SHARED, &held, nullptr), ROOTSPAN_OK);
+  std::vector<rootspan_component_mapping> mappings = sized(3);
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_ERR_CONFLICT);
+  const std::string why = failure(raw);
+  EXPECT_NE(why.find("component \"b\" (index 1)"), std::string::npos) << why;
+  EXPECT_EQ(mappings[0].claim, nullptr) << "nothing written on failure";
+  ASSERT_EQ(rootspan_claim_release(held, nullptr), ROOTSPAN_OK);
+  // a, mapped before b failed, was handed back: the component can be released.
+  EXPECT_EQ(rootspan_weights_release_component(weights_, 0, &raw), ROOTSPAN_OK) << failure(raw);
+
+  // A released component in the range fails the call the same way.
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 2, mappings.data(), &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  const std::string released = failure(raw);
+  EXPECT_NE(released.find("component \"a\" (index 0) was released"), std::string::npos) << released;
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 1, 2, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
+  mappings.resize(2);
+  unmap_all(mappings);
+}
+
+TEST_F(MapComponentsTest, BadArgumentsAreRefusedNamingWhatWasWrong) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 95);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  std::vector<rootspan_component_mapping> mappings = sized(3);
+  rootspan_error *raw = nullptr;
+  EXPECT_EQ(rootspan_weights_map_components(nullptr, 0, 1, mappings.data(), &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(failure(raw).find("weights or mappings is NULL"), std::string::npos);
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_map_components(weights_, 0, 1, nullptr, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  rootspan_error_free(raw);
+
+  mappings[1].struct_size = 4;
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  const std::string short_struct = failure(raw);
+  EXPECT_NE(short_struct.find("mappings[1].struct_size 4"), std::string::npos) << short_struct;
+  EXPECT_NE(short_struct.find("expected " + std::to_string(ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE) + ", actual 4"),
+            std::string::npos)
+      << short_struct;
+  EXPECT_EQ(mappings[0].claim, nullptr) << "nothing mapped before the structs were checked";
+
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_map_components(weights_, 2, 2, mappings.data(), &raw), ROOTSPAN_ERR_NOT_FOUND);
+  const std::string past = failure(raw);
+  EXPECT_NE(past.find("components [2, 2 + 2) run past the 3 the weights hold"), std::string::npos) << past;
+  EXPECT_EQ(rootspan_weights_map_components(weights_, 4, 0, mappings.data(), nullptr), ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(rootspan_weights_map_components(weights_, 3, 0, mappings.data(), nullptr), ROOTSPAN_OK) << "none: nothing";
+
+  rootspan_weights *freed = weights_;
+  free_weights();
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_map_components(freed, 0, 1, mappings.data(), &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(failure(raw).find("not a live handle"), std::string::npos);
+}
+
 TEST_F(WeightsCApiTest, AnInMemoryFileIsDescribedByTheSameRules) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {2, 3}}, {"n", "U8", {5}}}, 24);
   char *json = nullptr;

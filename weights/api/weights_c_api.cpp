@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "core/c_api_support.hpp"
+#include "core/claim_ops.hpp"
+#include "core/mapping.hpp"
+#include "core/root.hpp"
 #include "core/text/closest_names.hpp"
 #include "core/text/quoting.hpp"
 #include "rootspan/weights.h"
@@ -29,6 +32,7 @@ ROOTSPAN_STRUCT_VERSIONS(rootspan_load_options, LOAD_OPTIONS);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_sign_options, SIGN_OPTIONS);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_component_info, COMPONENT_INFO);
 ROOTSPAN_STRUCT_VERSIONS(rootspan_inspect_options, INSPECT_OPTIONS);
+ROOTSPAN_STRUCT_VERSIONS(rootspan_component_mapping, COMPONENT_MAPPING);
 }  // namespace rootspan
 
 // Listed in live_weights() from the load to rootspan_weights_free: every call
@@ -595,6 +599,76 @@ rootspan_status rootspan_weights_release_component(rootspan_weights *weights, si
   });
   if (status == ROOTSPAN_OK) component.root = nullptr;
   return status;
+}
+
+namespace {
+// One component claimed and mapped whole (rootspan_weights_map_components):
+// exclusive and for writing unless its root is read-only.
+rootspan::Result<rootspan_component_mapping> map_whole(const weights::LoadedComponent &component) {
+  rootspan::Root &root = *component.root;
+  const bool write = !root.read_only;
+  rootspan::Claim *claim = nullptr;
+  ROOTSPAN_ASSIGN_OR_RETURN(
+      claim, rootspan::claim_acquire(root, 0, component.bytes, write ? ROOTSPAN_CLAIM_EXCLUSIVE : ROOTSPAN_CLAIM_SHARED));
+  auto mapped = rootspan::map_range(*claim, root.dtype, 0, component.bytes, write);
+  if (!mapped) {
+    (void)rootspan::claim_release(*claim);
+    return std::move(mapped).error();
+  }
+  const rootspan::Mapping &mapping = *mapped.value();
+  return rootspan_component_mapping{sizeof(rootspan_component_mapping), reinterpret_cast<rootspan_claim *>(claim),
+                                    reinterpret_cast<rootspan_mapping *>(mapped.value()), mapping.provider.data,
+                                    mapping.provider.byte_length, write ? 1 : 0};
+}
+}  // namespace
+
+rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_t first, size_t count,
+                                                rootspan_component_mapping *mappings, rootspan_error **error) {
+  constexpr const char *kOperation = "weights_map_components";
+  if (weights == nullptr || mappings == nullptr) return invalid(error, kOperation, "weights or mappings is NULL");
+  const auto held = hold<Reading>(weights);
+  if (!held) return invalid(error, kOperation, kNotLive);
+  const auto &components = (*held)->result.components;
+  if (first > components.size() || count > components.size() - first) {
+    return report(error, rootspan::make_error(ROOTSPAN_ERR_NOT_FOUND, kOperation,
+                                              "components [" + std::to_string(first) + ", " + std::to_string(first) +
+                                                  " + " + std::to_string(count) + ") run past the " +
+                                                  std::to_string(components.size()) + " the weights hold",
+                                              components.size(), first + count));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string argument = "mappings[" + std::to_string(i) + "]";
+    if (rootspan_status s = check_struct(error, &mappings[i], kOperation, argument.c_str()); s != ROOTSPAN_OK) return s;
+  }
+  return guarded(error, kOperation, [&]() -> rootspan::Result<void> {
+    std::vector<rootspan_component_mapping> made;
+    made.reserve(count);
+    auto undo = [&made] {  // all or nothing: what this call made goes back
+      for (const rootspan_component_mapping &m : made) {
+        rootspan::unmap(*mapping_of(m.mapping));
+        (void)rootspan::claim_release(*claim_of(m.claim));
+      }
+    };
+    for (std::size_t i = 0; i < count; ++i) {
+      const weights::LoadedComponent &component = components[first + i];
+      const std::string what = "component \"" + component.id + "\" (index " + std::to_string(first + i) + ")";
+      if (component.root == nullptr) {
+        undo();
+        return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
+                                    what + " was released (rootspan_weights_release_component)");
+      }
+      auto mapped = map_whole(component);
+      if (!mapped) {
+        undo();
+        rootspan::Diagnostic failure = std::move(mapped).error();
+        failure.cause = what + ": " + failure.cause;
+        return failure;
+      }
+      made.push_back(mapped.value());
+    }
+    for (std::size_t i = 0; i < count; ++i) write_struct(&mappings[i], made[i]);
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
 }
 
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {

@@ -198,6 +198,11 @@ class ComponentInfo(Structure):
                 ("source_file", c_char_p), ("source_offset", c_uint64), ("source_contiguous", c_int32)]
 
 
+class ComponentMapping(Structure):
+    _fields_ = [("struct_size", c_size_t), ("claim", c_void_p), ("mapping", c_void_p), ("data", c_void_p),
+                ("byte_length", c_uint64), ("writable", c_int32)]
+
+
 def sized(struct_type):
     """A zeroed struct whose struct_size says it is this (full) version."""
     value = struct_type()
@@ -262,6 +267,7 @@ PROTOTYPES = {
     "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
     "rootspan_weights_source_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
     "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
+    "rootspan_weights_map_components": (c_int32, [_P, c_size_t, c_size_t, POINTER(ComponentMapping), _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),

@@ -46,15 +46,17 @@ def gc_paused():
 class _Lease:
     """One live mapping of a claim; unmapped when the lease is garbage or released."""
 
-    def __init__(self, state, claim, mapping, own_claim, offset=0):
+    def __init__(self, state, claim, mapping, own_claim, offset=0, address=None, nbytes=None):
         self.state = state  # the context's state (library, lock, open/closed)
         self.claim = claim  # the Claim object the mapping was made under
         self.offset = offset  # where the mapping starts in the claim
         self.mapping = mapping  # rootspan_mapping * (int)
         self.own_claim = own_claim  # release the claim with the mapping (exports)
-        lib = state.lib
-        self.address = lib.rootspan_mapping_data(mapping) or 0
-        self.nbytes = lib.rootspan_mapping_length(mapping)
+        if nbytes is None:  # not known already (rootspan_weights_map_components says both): ask the library
+            lib = state.lib
+            address, nbytes = lib.rootspan_mapping_data(mapping), lib.rootspan_mapping_length(mapping)
+        self.address = address or 0
+        self.nbytes = nbytes
         with state.lock:
             state.leases += 1
 

@@ -22,6 +22,7 @@ import torch
 import torch.utils.dlpack
 
 from . import _contexts, _tensors
+from .weights import map_leases
 # What a type this torch lacks raises, as it always has here: the drop-in's public error class.
 from .safetensors import SafetensorError as _TypeRefused
 
@@ -58,8 +59,11 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             # Every tensor is a component (no empty tensor was left out) of a safetensors checkpoint: file order
             # is shard by shard (the shards in name order, as the core orders an index's files), by offset. No
             # describing the checkpoint a second time (inspect: about 25 µs a tensor, issue 33).
-            for component in sorted(components, key=lambda c: (c.source_file, c.source_offset)):
+            ordered = sorted(components, key=lambda c: (c.source_file, c.source_offset))
+            leases = map_leases(ordered)  # every tensor's memory mapped in one call
+            for at, component in enumerate(ordered):
                 tensor = _tensors.to_device(tensor_of(component), target, component)
+                leases[at] = None  # the tensor holds its lease now
                 component._hand_over()  # back as soon as the consumer drops the tensor
                 yield component.source_name, tensor
             return

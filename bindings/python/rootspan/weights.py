@@ -132,6 +132,49 @@ def _role_name(lib, role):
     return name
 
 
+def map_leases(components):
+    """The leases of many components made at once, before their tensors are: one C call for each run of
+    consecutive indices of one load (rootspan_weights_map_components), where each component alone takes four.
+    Returns a list aligned with `components` that holds each lease until the caller has made that
+    component's tensor (its _export_lease() then finds the lease); a caller handing tensors out one by one
+    sets each entry to None as it goes, so that a dropped tensor's memory still goes back at once. None where
+    a component had a lease already, was released, or its run could not be mapped: its _export_lease() makes
+    one alone, as ever, and raises what is wrong with it."""
+    leases = [None] * len(components)
+    loads = {}  # id(weights state) -> (state, [(index, position)])
+    for at, c in enumerate(components):
+        loads.setdefault(id(c._wstate), (c._wstate, []))[1].append((c.index, at))
+    for wstate, wanted in loads.values():
+        with wstate.context_state.lock:
+            if wstate.handle is None or wstate.context_state.handle is None:
+                continue
+            wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
+                            (components[at]._lease is None or components[at]._lease() is None))
+            start = 0
+            for end in range(1, len(wanted) + 1):
+                if end == len(wanted) or wanted[end][0] != wanted[end - 1][0] + 1:
+                    _map_run(wstate, components, wanted[start:end], leases)
+                    start = end
+    return leases
+
+
+def _map_run(wstate, components, run, leases):
+    """Maps the components run[i] = (index, position in components), consecutive indices of one load, into
+    leases (holding the context's lock)."""
+    state = wstate.context_state
+    mappings = (_abi.ComponentMapping * len(run))()
+    size = ctypes.sizeof(_abi.ComponentMapping)
+    for m in mappings:
+        m.struct_size = size
+    if state.lib.rootspan_weights_map_components(wstate.handle, run[0][0], len(run), mappings, None) != _abi.OK:
+        return  # nothing was mapped: each component makes its own lease, and says what is wrong
+    for (index, at), m in zip(run, mappings):
+        lease = _memory._Lease(state, _ExportClaim(wstate, index, m.claim), m.mapping, own_claim=True,
+                               address=m.data, nbytes=m.byte_length)
+        components[at]._lease = weakref.ref(lease)
+        leases[at] = lease
+
+
 class _ExportClaim:
     """The claim every export of a component is made under, owned by their lease (rootspan._memory._Lease):
     what a lease needs of a claim, and no more. A load hands out thousands of tensors, each under such a

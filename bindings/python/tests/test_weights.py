@@ -288,6 +288,39 @@ class Lifetime(Base):
             self.assertIn(weights[ids[0]], weights.values())
             self.assertIn((ids[0], weights[ids[0]]), weights.items())
 
+    def test_leases_mapped_at_once_are_each_components_own(self):
+        """rootspan.weights.map_leases (how the loaders map every tensor of a load in one call): each lease is
+        the one its component exports under; a component with a lease already keeps it; a run that cannot be
+        mapped is left to each component alone, which says what is wrong; a tensor dropped gives its
+        component back at once."""
+        from rootspan import _tensors, errors
+        from rootspan.weights import map_leases
+        tensors = checkpoint_tensors(EXAMPLE)
+        weights = self.ctx.load(EXAMPLE, strategy="read")
+        components = list(weights.values())
+        earlier = components[1].numpy()  # leased alone, before
+        blocker = components[4].root.claim(exclusive=True)  # its run [3, ...) cannot be mapped
+        leases = map_leases(components)
+        self.assertIsNone(leases[1], "a component with a lease keeps it")
+        self.assertTrue(all(lease is not None for lease in leases[:1]), "the run before the leased one is mapped")
+        self.assertEqual(leases[2:], [None] * (len(components) - 2), "the run with the claimed one is left alone")
+        first = _tensors.tensor_of(components[0])
+        self.assertEqual(first.data_ptr(), leases[0].address, "the tensor is made under the lease mapped for it")
+        name = components[0].source_name
+        self.assertEqual(first.numpy().tobytes(), tensors[name][2])
+        self.assertEqual(_tensors.tensor_of(components[1]).data_ptr(), earlier.ctypes.data)
+        with self.assertRaises(errors.ConflictError):
+            _tensors.tensor_of(components[4])  # alone, it says what is wrong
+        blocker.release()
+        del leases
+        components[0]._hand_over()
+        self.assertFalse(weights._wstate.released[0], "the tensor still holds component 0")
+        del first
+        gc.collect()
+        self.assertTrue(weights._wstate.released[0], "the tensor dropped: component 0 went back")
+        del earlier
+        weights.close()
+
     def test_consumer_outlives_the_weights_object(self):
         tensors = checkpoint_tensors(EXAMPLE)
         weights = self.ctx.load(EXAMPLE)

@@ -17,6 +17,7 @@ import threading
 
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
+from rootspan.weights import map_leases
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
@@ -162,7 +163,10 @@ class safe_open:
             with self._lock:
                 self._open()
                 self._load_all()
-            return {name: self.get_tensor(name) for name in self._tensors}
+                leases = map_leases(list(self._by_name.values()))  # every tensor's memory in one call a load
+            tensors = {name: self.get_tensor(name) for name in self._tensors}
+            del leases  # each tensor holds its own now
+            return tensors
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
