@@ -179,12 +179,16 @@ def _selected_tensors(weights, entries, patterns, device):
     drops the tensor), or an empty tensor, which the core does not load, where `patterns` (None: all)
     select it. rootspan.vllm feeds the model from it too."""
     import fnmatch
-    by_name = {c.source_name: c for c in weights.values()}
+    components = list(weights.values())
+    by_name = {c.source_name: at for at, c in enumerate(components)}
+    leases = map_leases(components)  # every tensor's memory mapped in one call
     for entry in entries:
         name = entry["name"]
-        component = by_name.get(name)
-        if component is not None:
+        at = by_name.get(name)
+        if at is not None:
+            component = components[at]
             tensor = _tensors.to_device(tensor_of(component), device, component)
+            leases[at] = None  # the tensor holds its lease now
             component._hand_over()
         elif entry.get("bytes") == 0 and (patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)):
             tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
