@@ -412,9 +412,16 @@ class LoadsWhatIsAsked(Folder):
                 self.assertEqual([len(w) for w in f._loads], [1] * count, f"{name}: that tensor only")
             self.assertEqual(f.get_tensor("t7").tolist(), [names.index("t7")] * 3)
             self.assertEqual([len(w) for w in f._loads], [1] * len(singles) + [len(names)], "then all at once")
+            self.assertEqual(set(f._leases), set(names) - set(singles) - {"t7"},
+                             "the whole load leased every tensor it kept at once; t7's array took its lease")
             self.assertEqual(f.get_tensor(singles[0])[0], 99, "a tensor keeps the memory it was first given")
             self.assertEqual({n: f.get_tensor(n)[2] for n in names}, {n: i for i, n in enumerate(names)})
             self.assertEqual(len(f._loads), len(singles) + 1, "nothing loaded a third time")
+            loads = list(f._loads)
+        gc.collect()
+        self.assertEqual(f._leases, {}, "closing drops the leases no tensor took")
+        self.assertEqual([c.source_name for w in loads for c in w._components if not w._wstate.released[c.index]],
+                         [singles[0]], "only the tensor still held keeps its memory")
         with safe_open(path, framework="pt") as f:
             self.assertEqual(len(f.get_tensors()), len(names))
             self.assertEqual([len(w) for w in f._loads], [len(names)], "get_tensors loads everything, once")

@@ -111,6 +111,10 @@ class safe_open:
         self._loads = []  # the Weights of every load made; closed with the handle
         self._by_name = {}  # tensor name -> its Component (None for an empty tensor), once loaded
         self._whole = False  # every tensor is loaded
+        # tensor name -> the lease its tensors are made under, made for every tensor at once when the whole
+        # file is loaded (rootspan.weights.map_leases: one library call, not four a tensor); a tensor's first
+        # export takes it over, and close() drops those never asked for
+        self._leases = {}
         self._closed = False
         self._lock = threading.Lock()
         self._read_header()
@@ -151,11 +155,13 @@ class safe_open:
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
-            name = _dtypes.BY_CODE[code].rootspan
+            dtype = _dtypes.BY_CODE[code].rootspan
             if self._framework == "numpy":
-                return _tensors.to_numpy(component, name, shape)
-            tensor = _tensors.to_torch(component, name, shape, SafetensorError)
-        return _tensors.to_device(tensor, self._device, component)
+                array = _tensors.to_numpy(component, dtype, shape)
+            else:
+                array = _tensors.to_torch(component, dtype, shape, SafetensorError)
+            self._leases.pop(name, None)  # the array holds the lease now
+        return array if self._framework == "numpy" else _tensors.to_device(array, self._device, component)
 
     def get_tensors(self):
         """Every tensor, by name, in file order."""
@@ -163,10 +169,7 @@ class safe_open:
             with self._lock:
                 self._open()
                 self._load_all()
-                leases = map_leases(list(self._by_name.values()))  # every tensor's memory in one call a load
-            tensors = {name: self.get_tensor(name) for name in self._tensors}
-            del leases  # each tensor holds its own now
-            return tensors
+            return {name: self.get_tensor(name) for name in self._tensors}
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
@@ -199,6 +202,7 @@ class safe_open:
         with lock:
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
+            self._leases = {}  # the leases no tensor took: their roots can go back
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -245,11 +249,15 @@ class safe_open:
                 raise SafetensorError(f"{self._path} changed since it was opened: tensor {shown(asked)} is no "
                                       f"longer {code}{list(shape)} of {nbytes} bytes; open it again")
         self._loads.append(weights)
+        kept = []
         for c in weights._components:
             if c.source_name in self._by_name or c.source_name not in self._tensors:
                 c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
             else:
                 self._by_name[c.source_name] = c
+                kept.append(c)
+        if name is None:  # the whole file: every tensor's lease in one call
+            self._leases.update((c.source_name, lease) for c, lease in zip(kept, map_leases(kept)) if lease)
         return True
 
 
