@@ -140,6 +140,11 @@ def map_leases(components):
     sets each entry to None as it goes, so that a dropped tensor's memory still goes back at once. None where
     a component had a lease already, was released, or its run could not be mapped: its _export_lease() makes
     one alone, as ever, and raises what is wrong with it."""
+    with _memory.gc_paused():  # thousands of claims and leases at once: see _memory.gc_paused
+        return _map_leases(components)
+
+
+def _map_leases(components):
     leases = [None] * len(components)
     loads = {}  # id(weights state) -> (state, [(index, position)])
     for at, c in enumerate(components):
