@@ -608,17 +608,20 @@ rootspan::Result<rootspan_component_mapping> map_whole(const weights::LoadedComp
   rootspan::Root &root = *component.root;
   const bool write = !root.read_only;
   rootspan::Claim *claim = nullptr;
-  ROOTSPAN_ASSIGN_OR_RETURN(
-      claim, rootspan::claim_acquire(root, 0, component.bytes, write ? ROOTSPAN_CLAIM_EXCLUSIVE : ROOTSPAN_CLAIM_SHARED));
+  ROOTSPAN_ASSIGN_OR_RETURN(claim, rootspan::claim_acquire(root, 0, component.bytes,
+                                                           write ? ROOTSPAN_CLAIM_EXCLUSIVE : ROOTSPAN_CLAIM_SHARED));
   auto mapped = rootspan::map_range(*claim, root.dtype, 0, component.bytes, write);
   if (!mapped) {
     (void)rootspan::claim_release(*claim);
     return std::move(mapped).error();
   }
   const rootspan::Mapping &mapping = *mapped.value();
-  return rootspan_component_mapping{sizeof(rootspan_component_mapping), reinterpret_cast<rootspan_claim *>(claim),
-                                    reinterpret_cast<rootspan_mapping *>(mapped.value()), mapping.provider.data,
-                                    mapping.provider.byte_length, write ? 1 : 0};
+  return rootspan_component_mapping{sizeof(rootspan_component_mapping),
+                                    reinterpret_cast<rootspan_claim *>(claim),
+                                    reinterpret_cast<rootspan_mapping *>(mapped.value()),
+                                    mapping.provider.data,
+                                    mapping.provider.byte_length,
+                                    write ? 1 : 0};
 }
 }  // namespace
 
