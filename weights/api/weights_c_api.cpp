@@ -640,36 +640,41 @@ rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_
                                               components.size(), first + count));
   }
   for (std::size_t i = 0; i < count; ++i) {
+    if (struct_size_ok(&mappings[i])) continue;  // the argument's name is built only for a refusal
     const std::string argument = "mappings[" + std::to_string(i) + "]";
-    if (rootspan_status s = check_struct(error, &mappings[i], kOperation, argument.c_str()); s != ROOTSPAN_OK) return s;
+    return check_struct(error, &mappings[i], kOperation, argument.c_str());
   }
   return guarded(error, kOperation, [&]() -> rootspan::Result<void> {
-    std::vector<rootspan_component_mapping> made;
-    made.reserve(count);
-    auto undo = [&made] {  // all or nothing: what this call made goes back
-      for (const rootspan_component_mapping &m : made) {
-        rootspan::unmap(*mapping_of(m.mapping));
-        (void)rootspan::claim_release(*claim_of(m.claim));
+    // All or nothing: what this call made goes back unless every component was mapped.
+    struct Made {
+      std::vector<rootspan_component_mapping> mappings;
+      bool kept = false;
+      ~Made() {
+        if (kept) return;
+        for (const rootspan_component_mapping &m : mappings) {
+          rootspan::unmap(*mapping_of(m.mapping));
+          (void)rootspan::claim_release(*claim_of(m.claim));
+        }
       }
-    };
+    } made;
+    made.mappings.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       const weights::LoadedComponent &component = components[first + i];
-      const std::string what = "component \"" + component.id + "\" (index " + std::to_string(first + i) + ")";
+      auto what = [&] { return "component \"" + component.id + "\" (index " + std::to_string(first + i) + ")"; };
       if (component.root == nullptr) {
-        undo();
         return rootspan::make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, kOperation,
-                                    what + " was released (rootspan_weights_release_component)");
+                                    what() + " was released (rootspan_weights_release_component)");
       }
       auto mapped = map_whole(component);
       if (!mapped) {
-        undo();
         rootspan::Diagnostic failure = std::move(mapped).error();
-        failure.cause = what + ": " + failure.cause;
+        failure.cause = what() + ": " + failure.cause;
         return failure;
       }
-      made.push_back(mapped.value());
+      made.mappings.push_back(mapped.value());
     }
-    for (std::size_t i = 0; i < count; ++i) write_struct(&mappings[i], made[i]);
+    for (std::size_t i = 0; i < count; ++i) write_struct(&mappings[i], made.mappings[i]);
+    made.kept = true;
     return BOOST_OUTCOME_V2_NAMESPACE::success();
   });
 }

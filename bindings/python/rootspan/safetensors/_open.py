@@ -156,12 +156,13 @@ class safe_open:
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
             dtype = _dtypes.BY_CODE[code].rootspan
-            if self._framework == "numpy":
+            numpy = self._framework == "numpy"
+            if numpy:
                 array = _tensors.to_numpy(component, dtype, shape)
             else:
                 array = _tensors.to_torch(component, dtype, shape, SafetensorError)
             self._leases.pop(name, None)  # the array holds the lease now
-        return array if self._framework == "numpy" else _tensors.to_device(array, self._device, component)
+        return array if numpy else _tensors.to_device(array, self._device, component)
 
     def get_tensors(self):
         """Every tensor, by name, in file order."""
