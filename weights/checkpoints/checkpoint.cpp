@@ -303,11 +303,21 @@ TensorRef Checkpoint::find(std::string_view tensor_name) const {
   return {&shard, &shard.tensors.tensors()[found->second.second]};
 }
 
+std::vector<TensorRef> Checkpoint::tensors_by_name() const {
+  std::vector<TensorRef> tensors;
+  tensors.reserve(by_name_.size());
+  for (const Shard &shard : shards_) {
+    for (const TensorInfo &tensor : shard.tensors.tensors()) tensors.push_back({&shard, &tensor});
+  }
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorRef &a, const TensorRef &b) { return a.tensor->name < b.tensor->name; });
+  return tensors;
+}
+
 std::vector<std::string> Checkpoint::tensor_names() const {
   std::vector<std::string> names;
   names.reserve(by_name_.size());
-  for (const auto &[name, _] : by_name_) names.push_back(name);
-  std::sort(names.begin(), names.end());
+  for (const TensorRef &tensor : tensors_by_name()) names.push_back(tensor.tensor->name);
   return names;
 }
 

@@ -80,6 +80,8 @@ class Checkpoint {
   bool is_gguf() const { return !shards_.empty() && shards_.front().gguf != nullptr; }
 
   TensorRef find(std::string_view tensor_name) const;
+  // Every tensor, sorted by name (views into this checkpoint).
+  std::vector<TensorRef> tensors_by_name() const;
   // Every tensor name, sorted.
   std::vector<std::string> tensor_names() const;
   // Sum of all tensors' bytes.

@@ -5,36 +5,17 @@
 #include "core/text/quoting.hpp"
 #include "weights/files/checked_math.hpp"
 #include "weights/files/portable_path.hpp"
+#include "weights/schema/component_failure.hpp"
 
 namespace rootspan::weights {
 
-namespace {
-
-constexpr const char *kOperation = "load_component";
-
-struct Failure {
-  std::string prefix;  // "component \"x\": "
-
-  Diagnostic operator()(const std::string &cause) const {
-    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause);
-  }
-  Diagnostic operator()(const std::string &cause, std::uint64_t expected, std::uint64_t actual) const {
-    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause, expected, actual);
-  }
-};
-
-Diagnostic in_component(Diagnostic error, const Failure &fail) {
-  error.operation = kOperation;
-  error.cause = fail.prefix + error.cause;
-  return error;
-}
-
-}  // namespace
-
-Result<ComponentPayload> ComponentPayload::from_ordered_segments(
-    const ComponentSpec &component, std::vector<std::string> external_names, std::vector<std::string> source_files,
-    std::vector<std::uint64_t> dimensions, SafetensorsDtype element_type, std::vector<Segment> segments) {
-  const Failure fail{"component " + quoted_text(component.id) + ": "};
+Result<ComponentPayload> ComponentPayload::from_ordered_segments(const ComponentSpec &component,
+                                                                 const std::vector<std::string> &external_names,
+                                                                 std::vector<std::string> source_files,
+                                                                 const std::vector<std::uint64_t> &dimensions,
+                                                                 SafetensorsDtype element_type,
+                                                                 std::vector<Segment> segments) {
+  const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
   auto expected_bytes = component.physical_bytes();
   if (!expected_bytes) return expected_bytes.error();
@@ -58,7 +39,8 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(
                 external_names.size(), source_files.size());
   }
   for (const std::string &file : source_files) {
-    auto portable = check_portable_name(file, ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, "component " + component.id);
+    auto portable = check_portable_name(file, ROOTSPAN_ERR_INVALID_PAYLOAD, ComponentFailure::kOperation,
+                                        "component " + component.id);
     if (!portable) return portable.error();
   }
   if (dimensions != component.dimensions) {
@@ -102,7 +84,7 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(
     }
     if (segment.retained()) {
       auto same = check_retained_identity(segment.bytes(), *segment.retained(), segment.describe(i));
-      if (!same) return in_component(same.error(), fail);
+      if (!same) return fail.wrap(same.error());
     }
     const auto sum = checked_add(total, segment.length());
     if (!sum) return fail("segment lengths overflow 64 bits at " + segment.describe(i));
@@ -116,9 +98,7 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(
 
   ComponentPayload payload;
   payload.component_ = component;
-  payload.external_names_ = std::move(external_names);
   payload.source_files_ = std::move(source_files);
-  payload.dimensions_ = std::move(dimensions);
   payload.element_type_ = element_type;
   payload.segments_ = std::move(segments);
   payload.total_bytes_ = total;
@@ -126,21 +106,21 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(
 }
 
 Result<void> ComponentPayload::retain(std::size_t index, RetainedRegion region) {
-  const Failure fail{"component " + quoted_text(component_.id) + ": "};
+  const ComponentFailure fail(component_.id);
   if (index >= segments_.size()) {
     return fail("has no segment " + std::to_string(index), segments_.size(), index);
   }
   Segment &segment = segments_[index];
   if (segment.bytes().empty()) {
-    if (auto set = segment.set_bytes(region.bytes()); !set) return in_component(set.error(), fail);
+    if (auto set = segment.set_bytes(region.bytes()); !set) return fail.wrap(set.error());
   }
-  if (auto kept = segment.retain(std::move(region)); !kept) return in_component(kept.error(), fail);
+  if (auto kept = segment.retain(std::move(region)); !kept) return fail.wrap(kept.error());
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
 Result<void> ComponentPayload::retain_host_memory(
     const std::function<std::shared_ptr<const StableHostMemory>(const Segment &)> &owner_of) {
-  const Failure fail{"component " + quoted_text(component_.id) + ": "};
+  const ComponentFailure fail(component_.id);
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     std::shared_ptr<const StableHostMemory> owner = owner_of(segments_[i]);
     if (!owner) return fail(segments_[i].describe(i) + " has no host memory owner for its file");
@@ -149,7 +129,7 @@ Result<void> ComponentPayload::retain_host_memory(
     if (!region) {
       Diagnostic error = region.error();
       error.cause = segments_[i].describe(i) + ": " + error.cause;
-      return in_component(std::move(error), fail);
+      return fail.wrap(std::move(error));
     }
     if (auto kept = retain(i, std::move(region).value()); !kept) return kept.error();
   }

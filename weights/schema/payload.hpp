@@ -35,16 +35,18 @@ class ComponentPayload {
   //   where it has one, the very bytes (check_retained_identity);
   //   the segments' total equals physical_bytes() (checked sum).
   static Result<ComponentPayload> from_ordered_segments(const ComponentSpec &component,
-                                                        std::vector<std::string> external_names,
+                                                        const std::vector<std::string> &external_names,
                                                         std::vector<std::string> source_files,
-                                                        std::vector<std::uint64_t> dimensions,
+                                                        const std::vector<std::uint64_t> &dimensions,
                                                         SafetensorsDtype element_type, std::vector<Segment> segments);
 
   const ComponentSpec &component() const { return component_; }
   const std::string &component_id() const { return component_.id; }
-  const std::vector<std::string> &external_names() const { return external_names_; }
+  // The external names and dimensions were checked equal to the component's,
+  // so the component's own are kept, not a second copy.
+  const std::vector<std::string> &external_names() const { return component_.sources; }
   const std::vector<std::string> &source_files() const { return source_files_; }
-  const std::vector<std::uint64_t> &dimensions() const { return dimensions_; }
+  const std::vector<std::uint64_t> &dimensions() const { return component_.dimensions; }
   SafetensorsDtype element_type() const { return element_type_; }
   const std::vector<Segment> &segments() const { return segments_; }
   std::uint64_t total_bytes() const { return total_bytes_; }
@@ -65,9 +67,7 @@ class ComponentPayload {
   ComponentPayload() = default;
 
   ComponentSpec component_;
-  std::vector<std::string> external_names_;
   std::vector<std::string> source_files_;
-  std::vector<std::uint64_t> dimensions_;
   SafetensorsDtype element_type_{};
   std::vector<Segment> segments_;
   std::uint64_t total_bytes_ = 0;

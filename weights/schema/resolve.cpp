@@ -5,23 +5,11 @@
 
 #include "core/text/quoting.hpp"
 #include "weights/files/checked_math.hpp"
+#include "weights/schema/component_failure.hpp"
 
 namespace rootspan::weights {
 
 namespace {
-
-constexpr const char *kOperation = "load_component";
-
-struct Failure {
-  std::string prefix;
-
-  Diagnostic operator()(const std::string &cause) const {
-    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause);
-  }
-  Diagnostic operator()(const std::string &cause, std::uint64_t expected, std::uint64_t actual) const {
-    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, kOperation, prefix + cause, expected, actual);
-  }
-};
 
 std::string where(const TensorRef &tensor) {
   return "tensor " + quoted_text(tensor.tensor->name) + " in " + quoted_text(tensor.shard->file);
@@ -30,7 +18,7 @@ std::string where(const TensorRef &tensor) {
 // The dimensions a source contributes: its shape, or for block-quantized
 // bytes its block grid.
 Result<std::vector<std::uint64_t>> source_dimensions(const ComponentSpec &component, const TensorRef &tensor,
-                                                     const Failure &fail) {
+                                                     const ComponentFailure &fail) {
   const auto *block = std::get_if<BlockQuantizedEncoding>(&component.encoding);
   if (!block) return tensor.tensor->shape;
   std::vector<std::uint64_t> grid = tensor.tensor->shape;
@@ -76,7 +64,7 @@ std::optional<std::vector<std::uint64_t>> concatenated(const std::vector<std::ve
 }  // namespace
 
 Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const ComponentSpec &component) {
-  const Failure fail{"component " + quoted_text(component.id) + ": "};
+  const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
 
   std::vector<TensorRef> tensors;

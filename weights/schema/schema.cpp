@@ -1,5 +1,6 @@
 #include "weights/schema/schema.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <set>
@@ -264,16 +265,23 @@ Result<ComponentSchema> load_component_schema(const std::filesystem::path &path)
 ComponentSchema default_schema(const Checkpoint &checkpoint) {
   ComponentSchema schema;
   schema.schema_version = "1.0.0";
-  const std::vector<std::string> names = checkpoint.tensor_names();
+  const std::vector<TensorRef> tensors = checkpoint.tensors_by_name();
+  std::vector<bool> named(tensors.size());  // the tensor's name is a valid component id
+  for (std::size_t n = 0; n < tensors.size(); ++n) named[n] = is_component_id(tensors[n].tensor->name);
+  // The ids taken, needed only to number the tensors whose names are not ids.
   std::set<std::string, std::less<>> taken;
-  for (const std::string &name : names) {
-    if (is_component_id(name)) taken.insert(name);
+  if (std::find(named.begin(), named.end(), false) != named.end()) {
+    for (std::size_t n = 0; n < tensors.size(); ++n) {
+      if (named[n]) taken.insert(tensors[n].tensor->name);
+    }
   }
-  for (std::size_t n = 0; n < names.size(); ++n) {
-    const TensorRef tensor = checkpoint.find(names[n]);
+  schema.components.reserve(tensors.size());
+  for (std::size_t n = 0; n < tensors.size(); ++n) {
+    const TensorRef &tensor = tensors[n];
     ComponentSpec component;
-    component.id = names[n];
-    if (!is_component_id(component.id)) {
+    if (named[n]) {
+      component.id = tensor.tensor->name;
+    } else {
       std::string id = "tensor." + std::to_string(n);
       for (int suffix = 1; taken.contains(id); ++suffix)
         id = "tensor." + std::to_string(n) + "." + std::to_string(suffix);
@@ -281,7 +289,7 @@ ComponentSchema default_schema(const Checkpoint &checkpoint) {
       component.id = std::move(id);
     }
     component.role = ComponentRole::kValues;
-    component.sources = {names[n]};
+    component.sources = {tensor.tensor->name};
     component.dimensions = tensor.tensor->shape;
     component.encoding = DenseEncoding{tensor.tensor->dtype};
     if (const GgufTensor *gguf = gguf_tensor(tensor)) {
