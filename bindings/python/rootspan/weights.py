@@ -132,6 +132,37 @@ def _role_name(lib, role):
     return name
 
 
+# What a load's thousands of components share, worked out once per value: each component only looks it up.
+_element_types = {}  # rootspan_dtype -> (name, map code, numpy dtype)
+_encoding_names = {}  # rootspan_encoding_kind -> name
+_file_names = {}  # a source file's name as bytes -> as str (a load's components lie in a few files)
+
+
+def _element_type(code):
+    found = _element_types.get(code)
+    if found is None:
+        name = dtypes.name(code)
+        map_code = code if dtypes.bits(name) % 8 == 0 else _abi.DTYPE_NONE
+        found = _element_types[code] = (name, map_code, dtypes.numpy_dtype(name))
+    return found
+
+
+def _encoding_name(kind):
+    found = _encoding_names.get(kind)
+    if found is None:
+        found = _encoding_names[kind] = _abi.enum_name(_abi.ENCODINGS, kind)
+    return found
+
+
+def _file_name(raw):
+    found = _file_names.get(raw)
+    if found is None:
+        found = _text(raw)
+        if len(_file_names) < 4096:  # a bound, for a process that loads many checkpoints
+            _file_names[raw] = found
+    return found
+
+
 def map_leases(components):
     """The leases of many components made at once, before their tensors are: one C call for each run of
     consecutive indices of one load (rootspan_weights_map_components), where each component alone takes four.
@@ -236,22 +267,24 @@ class Component(_Exportable):
         self.segments = info.segments
         self.zero_copy = bool(info.zero_copy)
         self.read_only = bool(info.read_only)
-        self.dtype = dtypes.name(info.dtype)
-        # What its root is mapped as: its element type, or bytes for the sub-byte types (their roots are untyped).
-        self._map_code = info.dtype if dtypes.bits(self.dtype) % 8 == 0 else _abi.DTYPE_NONE
-        self.numpy_dtype = dtypes.numpy_dtype(self.dtype)
+        # _map_code: what its root is mapped as, its element type or bytes for the sub-byte types (their roots
+        # are untyped).
+        self.dtype, self._map_code, self.numpy_dtype = _element_type(info.dtype)
         self.role = _role_name(weights._context._state.lib, info.role)
-        self.encoding = _abi.enum_name(_abi.ENCODINGS, info.encoding)
-        self.format_id = _text(info.format_id)
-        self.gguf_type = info.gguf_type if info.gguf_type >= 0 else None
+        self.encoding = _encoding_name(info.encoding)
+        format_id = info.format_id
+        self.format_id = None if format_id is None else _text(format_id)
+        gguf_type = info.gguf_type
+        self.gguf_type = gguf_type if gguf_type >= 0 else None
         # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
         # source_contiguous: those nbytes bytes are all of it.
-        self.source_file = _text(info.source_file)
+        self.source_file = _file_name(info.source_file)
         self.source_offset = info.source_offset
         self.source_contiguous = bool(info.source_contiguous)
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
-        self.shape = tuple(info.shape[:info.rank]) if info.rank else ()
+        rank = info.rank
+        self.shape = tuple(info.shape[:rank]) if rank else ()
 
     @property
     def root(self):
