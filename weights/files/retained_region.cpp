@@ -56,17 +56,17 @@ std::span<const std::byte> RetainedRegion::bytes() const noexcept {
 }
 
 Result<void> check_retained_identity(std::span<const std::byte> validated, const RetainedRegion &region,
-                                     std::string_view what) {
+                                     const std::function<std::string()> &what) {
   const auto retained = region.bytes();
   if (retained.size() != validated.size()) {
     return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
-                      std::string(what) + ": retained host-memory region differs from its validated bytes: length " +
+                      what() + ": retained host-memory region differs from its validated bytes: length " +
                           std::to_string(retained.size()) + " instead of " + std::to_string(validated.size()),
                       validated.size(), retained.size());
   }
   if (retained.data() != validated.data()) {
     return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
-                      std::string(what) + ": retained host-memory region differs from its validated bytes: address " +
+                      what() + ": retained host-memory region differs from its validated bytes: address " +
                           address_text(retained.data()) + " instead of " + address_text(validated.data()),
                       reinterpret_cast<std::uintptr_t>(validated.data()),
                       reinterpret_cast<std::uintptr_t>(retained.data()));

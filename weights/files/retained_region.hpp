@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -50,8 +52,13 @@ class RetainedRegion {
 // address and the same length (docs/weight-schema.md), so a backend cannot retain a
 // different range, or a different copy, than the one checked against the
 // schema. Fails with ROOTSPAN_ERR_INVALID_PAYLOAD, operation "load_component";
-// `what` names the segment or payload in the cause.
+// `what` names the segment or payload in the cause, and is called only then
+// (a load checks thousands of segments that pass).
 Result<void> check_retained_identity(std::span<const std::byte> validated, const RetainedRegion &region,
-                                     std::string_view what);
+                                     const std::function<std::string()> &what);
+inline Result<void> check_retained_identity(std::span<const std::byte> validated, const RetainedRegion &region,
+                                            std::string_view what) {
+  return check_retained_identity(validated, region, [what] { return std::string(what); });
+}
 
 }  // namespace rootspan::weights

@@ -83,7 +83,8 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(const Component
                   segment.length(), segment.bytes().size());
     }
     if (segment.retained()) {
-      auto same = check_retained_identity(segment.bytes(), *segment.retained(), segment.describe(i));
+      auto same =
+          check_retained_identity(segment.bytes(), *segment.retained(), [&segment, i] { return segment.describe(i); });
       if (!same) return fail.wrap(same.error());
     }
     const auto sum = checked_add(total, segment.length());

@@ -28,30 +28,31 @@ Segment::Segment(std::string source, std::string file, std::filesystem::path pat
       stride_(stride) {}
 
 std::string Segment::describe(std::size_t position) const {
-  return "segment " + std::to_string(position) + " (tensor " + quoted_text(source_) + " in " + quoted_text(file_) + ")";
+  return "segment " + std::to_string(position) + " (" + tensor_text() + ")";
 }
 
+std::string Segment::tensor_text() const { return "tensor " + quoted_text(source_) + " in " + quoted_text(file_); }
+
 Result<void> Segment::set_bytes(std::span<const std::byte> bytes) {
-  const std::string what = "tensor " + quoted_text(source_) + " in " + quoted_text(file_);
   if (!bytes_.empty()) {
     return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
-                      what + ": segment already has its validated host bytes");
+                      tensor_text() + ": segment already has its validated host bytes");
   }
   if (bytes.size() != length_) {
-    return make_error(
-        ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
-        what + ": host bytes are " + std::to_string(bytes.size()) + " bytes, the segment is " + std::to_string(length_),
-        length_, bytes.size());
+    return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
+                      tensor_text() + ": host bytes are " + std::to_string(bytes.size()) + " bytes, the segment is " +
+                          std::to_string(length_),
+                      length_, bytes.size());
   }
   bytes_ = bytes;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
 Result<void> Segment::retain(RetainedRegion region) {
-  const std::string what = "segment of tensor " + quoted_text(source_) + " in " + quoted_text(file_);
+  const auto what = [this] { return "segment of " + tensor_text(); };
   if (bytes_.empty()) {
     return make_error(ROOTSPAN_ERR_INVALID_PAYLOAD, "load_component",
-                      what +
+                      what() +
                           ": retained host-memory region differs from its validated bytes: the segment has no "
                           "host bytes");
   }

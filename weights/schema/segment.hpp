@@ -55,6 +55,8 @@ class Segment {
 
   // "segment 1 (tensor "up" in "model-2.safetensors")" for causes.
   std::string describe(std::size_t position) const;
+  // "tensor "up" in "model-2.safetensors"" for causes.
+  std::string tensor_text() const;
 
  private:
   std::string source_;
