@@ -13,7 +13,6 @@ libdir recorded at install time, or on the system path (see _library).
 """
 __version__ = "0.7.0"  # the library's version too: test_api checks that they agree
 
-from . import dlpack
 from ._library import LibraryNotFoundError
 from .context import Context, DeviceInfo, ProviderReport
 from .errors import *  # noqa: F401,F403 (Error and one subclass per status code)
@@ -21,6 +20,15 @@ from .errors import ERROR_CLASSES, Error, Requested, Span, error_class
 from .inspect import sign
 from .root import Claim, Mapping, Root, RootInfo
 from .weights import Component, LoadProgress, Weights
+
+
+def __getattr__(name):
+    """rootspan.dlpack is imported on first use: most programs never export by DLPack, and its ctypes structures
+    cost a fresh process a millisecond and more to build."""
+    if name == "dlpack":
+        import importlib
+        return importlib.import_module(".dlpack", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def library_path():

@@ -11,7 +11,7 @@ has reach consumers that cannot import it by DLPack type code (bool and the
 """
 import importlib
 
-from . import _memory, dlpack, dtypes
+from . import _memory, dtypes
 
 
 class _Bytes:
@@ -21,9 +21,11 @@ class _Bytes:
         self._component = component
 
     def __dlpack_device__(self):
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         return (dlpack.DLDeviceType.kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         c = self._component
         return dlpack.export(c._export_lease, "U8", (c.nbytes,), c.read_only, self.__dlpack_device__(),
                              stream=stream, max_version=max_version, dl_device=dl_device, copy=copy,

@@ -12,7 +12,7 @@ it was made under then refuses to be released (BusyError) until they are gone.
 import ctypes
 from typing import NamedTuple
 
-from . import _abi, _memory, dlpack, dtypes, errors
+from . import _abi, _memory, dtypes, errors
 from ._arguments import check_bool, check_int
 from .errors import Span
 
@@ -55,6 +55,7 @@ class _Exportable:
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule over the memory (see rootspan.dlpack for the rules)."""
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         dtype_name, shape, readonly = self._export_layout()
         return dlpack.export(self._export_lease, dtype_name, shape, readonly, self.__dlpack_device__(),
                              stream=stream, max_version=max_version, dl_device=dl_device, copy=copy,
@@ -68,6 +69,7 @@ class _Exportable:
 
         dtype (optional) reinterprets the bytes, as ndarray.view does; it is
         needed for element types numpy lacks (BF16, F8, F6, F4)."""
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         import numpy
         dtype_name, shape, readonly = self._export_layout()
         if self.__dlpack_device__()[0] != dlpack.DLDeviceType.kDLCPU:
@@ -186,6 +188,7 @@ class Root(_Exportable):
             pass
 
     def _dlpack_device(self):
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         info = self.info
         if info.host_accessible:
             return (dlpack.DLDeviceType.kDLCPU, 0)

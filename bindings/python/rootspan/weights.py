@@ -20,7 +20,7 @@ import sys
 import weakref
 from typing import NamedTuple
 
-from . import _abi, _arguments, _memory, dlpack, dtypes, errors
+from . import _abi, _arguments, _memory, dtypes, errors
 from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
@@ -345,6 +345,7 @@ class Component(_Exportable):
             return lease
 
     def __dlpack_device__(self):
+        from . import dlpack  # imported on first use (rootspan/__init__.py)
         with self._wstate.context_state.lock:
             lease = self._lease() if self._lease is not None else None
             if lease is None or lease.mapping is None:

@@ -4,6 +4,8 @@ mappings as memoryviews, host imports, and errors as exceptions carrying the
 library's diagnostic fields."""
 import gc
 import os
+import subprocess
+import sys
 import unittest
 
 import rootspan
@@ -13,6 +15,20 @@ from support import context
 class Version(unittest.TestCase):
     def test_the_package_and_the_library_agree(self):
         self.assertEqual(rootspan.__version__, rootspan.version())
+
+
+class Imports(unittest.TestCase):
+    def test_dlpack_is_imported_on_first_use(self):
+        # A fresh process: importing the package and the drop-in builds no DLPack structures; the first use of
+        # rootspan.dlpack imports it, and an unknown attribute is still an AttributeError.
+        code = ("import sys, rootspan, rootspan.safetensors\n"
+                "assert 'rootspan.dlpack' not in sys.modules, 'imported with the package'\n"
+                "assert rootspan.dlpack.DLDeviceType.kDLCPU == 1\n"
+                "assert 'rootspan.dlpack' in sys.modules\n"
+                "try:\n    rootspan.no_such_thing\nexcept AttributeError as e:\n    print(e)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("module 'rootspan' has no attribute 'no_such_thing'", out.stdout)
 
 
 class ErrorClasses(unittest.TestCase):
