@@ -6,6 +6,7 @@ Handles (contexts, roots, claims, mappings, weights, errors) cross as
 c_void_p. Every struct starts with struct_size; `sized()` sets it.
 """
 import ctypes
+import struct
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64,
                     c_void_p)
 
@@ -203,11 +204,22 @@ class ComponentMapping(Structure):
                 ("byte_length", c_uint64), ("writable", c_int32)]
 
 
+# The same layout as a struct format, for reading an array of thousands at once (struct.iter_unpack, a tuple
+# apiece) instead of a ctypes field read apiece; native alignment, then the struct's tail padding.
+COMPONENT_MAPPING_FORMAT = "@NPPPQi"
+COMPONENT_MAPPING_FORMAT += f"{ctypes.sizeof(ComponentMapping) - struct.calcsize(COMPONENT_MAPPING_FORMAT)}x"
+
+
 def sized(struct_type):
     """A zeroed struct whose struct_size says it is this (full) version."""
     value = struct_type()
     value.struct_size = ctypes.sizeof(struct_type)
     return value
+
+
+# One rootspan_component_mapping as bytes with only struct_size set: an array of n to fill is these bytes n
+# times (ctypes' from_buffer_copy), not n field writes.
+COMPONENT_MAPPING_IN = bytes(sized(ComponentMapping))
 
 
 _P = c_void_p

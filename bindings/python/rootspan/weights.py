@@ -16,6 +16,7 @@ shared.
 """
 import collections.abc
 import ctypes
+import struct
 import sys
 import weakref
 from typing import NamedTuple
@@ -198,15 +199,13 @@ def _map_run(wstate, components, run, leases):
     """Maps the components run[i] = (index, position in components), consecutive indices of one load, into
     leases (holding the context's lock)."""
     state = wstate.context_state
-    mappings = (_abi.ComponentMapping * len(run))()
-    size = ctypes.sizeof(_abi.ComponentMapping)
-    for m in mappings:
-        m.struct_size = size
+    mappings = (_abi.ComponentMapping * len(run)).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * len(run))
     if state.lib.rootspan_weights_map_components(wstate.handle, run[0][0], len(run), mappings, None) != _abi.OK:
         return  # nothing was mapped: each component makes its own lease, and says what is wrong
-    for (index, at), m in zip(run, mappings):
-        lease = _memory._Lease(state, _ExportClaim(wstate, index, m.claim), m.mapping, own_claim=True,
-                               address=m.data, nbytes=m.byte_length)
+    for (index, at), (_, claim, mapping, data, nbytes, _) in zip(
+            run, struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)):
+        lease = _memory._Lease(state, _ExportClaim(wstate, index, claim), mapping, own_claim=True,
+                               address=data, nbytes=nbytes)
         components[at]._lease = weakref.ref(lease)
         leases[at] = lease
 
