@@ -461,7 +461,9 @@ ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_component_mapping, ROOTSPAN_COMPONENT_MAPPIN
  * whole, into mappings[0 .. count - 1] (each struct_size set by the caller).
  * All or nothing: on failure no component is left claimed or mapped, and
  * *error (when error is not NULL) names the component and why (CONFLICT
- * while another claim holds it, INVALID_ARGUMENT once it was released). Releasing
+ * while another claim holds it, INVALID_ARGUMENT once it was released, IO when
+ * the file of a zero-copy component was truncated since the load: each file is
+ * measured once per call, not once per component). Releasing
  * each is the caller's: rootspan_unmap, then rootspan_claim_release; the
  * component (rootspan_weights_release_component) or the weights
  * (rootspan_weights_free) can be released only after that. count 0 does

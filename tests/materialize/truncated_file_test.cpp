@@ -99,6 +99,31 @@ TEST_F(TruncatedFile, AMappingRequestedAfterTheFileShrankIsRefusedWithTheSameErr
   EXPECT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
 }
 
+TEST_F(TruncatedFile, MappingEveryComponentAtOnceAfterTheFileShrankFailsTheCallAndMapsNothing) {
+  const WrittenFile file = write_checkpoint();
+  ASSERT_EQ(load(file.path, ROOTSPAN_LOAD_MMAP), ROOTSPAN_OK) << describe(error_.get());
+  rootspan_component_mapping mapping{};
+  mapping.struct_size = ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 1, &mapping, &raw), ROOTSPAN_OK) << describe(raw);
+  EXPECT_EQ(rootspan_unmap(mapping.mapping), ROOTSPAN_OK);
+  EXPECT_EQ(rootspan_claim_release(mapping.claim, nullptr), ROOTSPAN_OK);
+
+  // One measurement of the file a call, taken in this call: the shrink is seen.
+  fs::resize_file(file.path, file.bytes.size() / 2);
+  rootspan_component_mapping after{};
+  after.struct_size = ROOTSPAN_COMPONENT_MAPPING_STRUCT_SIZE;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 1, &after, &raw), ROOTSPAN_ERR_IO);
+  ErrorPtr e(raw);
+  const std::string message = rootspan_error_message(e.get());
+  EXPECT_NE(message.find("component \"w\" (index 0)"), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated to " + std::to_string(file.bytes.size() / 2) + " bytes"), std::string::npos)
+      << message;
+  EXPECT_EQ(after.claim, nullptr) << "nothing written on failure";
+  // Nothing was left claimed: the component can be released.
+  EXPECT_EQ(rootspan_weights_release_component(weights_, 0, &raw), ROOTSPAN_OK) << describe(raw);
+}
+
 TEST_F(TruncatedFile, TheReadStrategyKeepsItsCopyWhenTheFileIsTruncated) {
   const WrittenFile file = write_checkpoint();
   ASSERT_EQ(load(file.path, ROOTSPAN_LOAD_READ), ROOTSPAN_OK) << describe(error_.get());

@@ -55,6 +55,29 @@ TEST(MappedFile, SizeIsCheckedAtOpen) {
   EXPECT_TRUE(MappedFile::open(path, 10));
 }
 
+TEST(MappedFile, ACoverageBatchMeasuresEachFileOnceAndOnlyWhileItLives) {
+  TempDir dir;
+  const auto path = dir.write_text("f.bin", std::string(8192, 'x'));
+  auto mapped = MappedFile::open(path);
+  ASSERT_TRUE(mapped);
+  const MappedFile &file = *mapped.value();
+  {
+    const MappedFile::CoverageBatch batch;
+    EXPECT_TRUE(file.check_covers(8192));
+    std::filesystem::resize_file(path, 4096);  // nothing reads the mapping past the end: no fault
+    // The batch checks every range as of its one measurement of the file.
+    EXPECT_TRUE(file.check_covers(8192));
+    {
+      const MappedFile::CoverageBatch inner;  // a batch of its own measures again
+      EXPECT_TRUE(FailsWith(file.check_covers(8192), ROOTSPAN_ERR_IO, {"truncated to 4096 bytes"}));
+    }
+    EXPECT_TRUE(file.check_covers(8192)) << "the outer batch is back, with its measurement";
+  }
+  // Outside a batch, each check measures the file now.
+  EXPECT_TRUE(FailsWith(file.check_covers(8192), ROOTSPAN_ERR_IO, {"f.bin", "truncated to 4096 bytes"}));
+  EXPECT_TRUE(file.check_covers(4096));
+}
+
 TEST(MappedFile, MissingFileAndFolderAreIoErrors) {
   TempDir dir;
   EXPECT_TRUE(FailsWith(MappedFile::open(dir.path() / "absent.bin"), ROOTSPAN_ERR_IO, {"absent.bin", "cannot open"}));

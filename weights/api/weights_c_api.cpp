@@ -22,6 +22,7 @@
 #include "rootspan/weights.h"
 #include "weights/api/inspect.hpp"
 #include "weights/api/live_handles.hpp"
+#include "weights/files/mapped_file.hpp"
 #include "weights/pipeline/load_pipeline.hpp"
 #include "weights/placement/staging_ring.hpp"
 #include "weights/schema/schema.hpp"
@@ -658,6 +659,9 @@ rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_
       }
     } made;
     made.mappings.reserve(count);
+    // Every component is checked against its file's size as of one fstat a
+    // file in this call (a file truncated since the load fails the call).
+    const weights::MappedFile::CoverageBatch coverage;
     for (std::size_t i = 0; i < count; ++i) {
       const weights::LoadedComponent &component = components[first + i];
       auto what = [&] { return "component \"" + component.id + "\" (index " + std::to_string(first + i) + ")"; };

@@ -22,12 +22,32 @@ MappedFile::~MappedFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<void> MappedFile::check_covers(std::uint64_t end) const {
+namespace {
+thread_local MappedFile::CoverageBatch *current_batch = nullptr;
+}  // namespace
+
+MappedFile::CoverageBatch::CoverageBatch() : outer_(current_batch) { current_batch = this; }
+MappedFile::CoverageBatch::~CoverageBatch() { current_batch = outer_; }
+
+Result<std::uint64_t> MappedFile::current_size() const {
+  if (current_batch != nullptr) {
+    for (const auto &[file, size] : current_batch->sizes_) {
+      if (file == this) return size;
+    }
+  }
   struct stat now {};
   if (fd_ < 0 || ::fstat(fd_, &now) != 0) {
     return make_error(ROOTSPAN_ERR_IO, "map_file", quoted_text(path_.string()) + ": cannot measure the mapped file");
   }
   const auto size = static_cast<std::uint64_t>(now.st_size);
+  if (current_batch != nullptr) current_batch->sizes_.emplace_back(this, size);
+  return size;
+}
+
+Result<void> MappedFile::check_covers(std::uint64_t end) const {
+  auto measured = current_size();
+  if (!measured) return measured.error();
+  const std::uint64_t size = measured.value();
   if (size < end) {
     return make_error(ROOTSPAN_ERR_IO, "map_file",
                       quoted_text(path_.string()) + ": the file was truncated to " + std::to_string(size) +

@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "core/diagnostic.hpp"
 #include "weights/files/stable_host_memory.hpp"
@@ -55,7 +57,30 @@ class MappedFile final : public StableHostMemory {
   // then shows its new bytes.
   Result<void> check_covers(std::uint64_t end) const;
 
+  // While a CoverageBatch lives on a thread, check_covers there measures each
+  // file once and checks every later range of that file against that one
+  // measurement: a call that maps thousands of components at once
+  // (rootspan_weights_map_components) checks them all as of one instant, with
+  // one fstat a file instead of one a component. Batches nest; a failed
+  // measurement is not kept.
+  class CoverageBatch {
+   public:
+    CoverageBatch();
+    ~CoverageBatch();
+    CoverageBatch(const CoverageBatch &) = delete;
+    CoverageBatch &operator=(const CoverageBatch &) = delete;
+
+   private:
+    friend class MappedFile;
+    CoverageBatch *outer_;
+    std::vector<std::pair<const MappedFile *, std::uint64_t>> sizes_;  // file, its size when first measured
+  };
+
  private:
+  // The file's size now (fstat of the kept descriptor), or the size a live
+  // CoverageBatch measured already.
+  Result<std::uint64_t> current_size() const;
+
   MappedFile(std::filesystem::path path, const std::byte *data, std::size_t size, int fd);
 
   std::filesystem::path path_;
