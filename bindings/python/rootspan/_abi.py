@@ -204,9 +204,10 @@ class ComponentMapping(Structure):
                 ("byte_length", c_uint64), ("writable", c_int32)]
 
 
-# The same layout as a struct format, for reading an array of thousands at once (struct.iter_unpack, a tuple
-# apiece) instead of a ctypes field read apiece; native alignment, then the struct's tail padding.
-COMPONENT_MAPPING_FORMAT = "@NPPPQi"
+# The same layout as a struct format, made from the fields above (each ctypes scalar type's struct code), for
+# reading an array of thousands at once (struct.iter_unpack, a tuple apiece) instead of a ctypes field read
+# apiece; native alignment, then the struct's tail padding.
+COMPONENT_MAPPING_FORMAT = "@" + "".join(field_type._type_ for _, field_type in ComponentMapping._fields_)
 COMPONENT_MAPPING_FORMAT += f"{ctypes.sizeof(ComponentMapping) - struct.calcsize(COMPONENT_MAPPING_FORMAT)}x"
 
 

@@ -25,7 +25,7 @@ class _Bytes:
         return (dlpack.DLDeviceType.kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from . import dlpack  # imported on first use (rootspan/__init__.py)
+        from . import dlpack
         c = self._component
         return dlpack.export(c._export_lease, "U8", (c.nbytes,), c.read_only, self.__dlpack_device__(),
                              stream=stream, max_version=max_version, dl_device=dl_device, copy=copy,

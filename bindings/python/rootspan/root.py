@@ -69,7 +69,7 @@ class _Exportable:
 
         dtype (optional) reinterprets the bytes, as ndarray.view does; it is
         needed for element types numpy lacks (BF16, F8, F6, F4)."""
-        from . import dlpack  # imported on first use (rootspan/__init__.py)
+        from . import dlpack
         import numpy
         dtype_name, shape, readonly = self._export_layout()
         if self.__dlpack_device__()[0] != dlpack.DLDeviceType.kDLCPU:
@@ -188,7 +188,7 @@ class Root(_Exportable):
             pass
 
     def _dlpack_device(self):
-        from . import dlpack  # imported on first use (rootspan/__init__.py)
+        from . import dlpack
         info = self.info
         if info.host_accessible:
             return (dlpack.DLDeviceType.kDLCPU, 0)

@@ -271,8 +271,7 @@ class Component(_Exportable):
         self.dtype, self._map_code, self.numpy_dtype = _element_type(info.dtype)
         self.role = _role_name(weights._context._state.lib, info.role)
         self.encoding = _encoding_name(info.encoding)
-        format_id = info.format_id
-        self.format_id = None if format_id is None else _text(format_id)
+        self.format_id = _text(info.format_id)
         gguf_type = info.gguf_type
         self.gguf_type = gguf_type if gguf_type >= 0 else None
         # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
