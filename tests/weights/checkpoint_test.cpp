@@ -234,6 +234,7 @@ TEST_P(PortableNames, AreRejectedWithTheirRule) {
   auto result = parse_shard_index("{\"weight_map\": {\"w\": " + nlohmann::json(name).dump() + "}}", "index.json");
   EXPECT_TRUE(FailsWith(result, ROOTSPAN_ERR_INVALID_CHECKPOINT,
                         {"index.json", "is not a portable relative path", rule, "tensor \"w\""}));
+  EXPECT_FALSE(is_portable_name(name));  // the same rules, without the error
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -252,6 +253,7 @@ TEST(PortableName, AcceptsPlainRelativeNames) {
   for (const char *name : {"model.safetensors", "shards/part-1.safetensors", "a b/c-d_e.safetensors", "..a", "a..",
                            ".hidden", "caf\xC3\xA9.safetensors"}) {
     EXPECT_TRUE(check_portable_name(name, ROOTSPAN_ERR_INVALID_CHECKPOINT, "open_checkpoint", "index")) << name;
+    EXPECT_TRUE(is_portable_name(name)) << name;
   }
 }
 

@@ -116,6 +116,27 @@ TEST_F(Payloads, APackedComponentIsOrderedSegmentsAcrossShards) {
   EXPECT_TRUE(resolve_component(checkpoint(), dense("g1", {"gate"}, {1, 4, 2})));
 }
 
+TEST_F(Payloads, TheSegmentsOfOneShardShareItsNameAndPath) {
+  ComponentSchema schema;
+  schema.components = {dense("g", {"gate"}, {4, 2}), dense("gw", {"gate", "wide"}, {6, 2}),
+                       dense("w", {"wide"}, {2, 2})};
+  auto resolved = resolve_schema(checkpoint(), std::move(schema));
+  ASSERT_TRUE(resolved) << resolved.error()->message();
+  const auto &p = resolved.value().payloads;
+  ASSERT_EQ(p.size(), 3u);
+  const Segment &gate = p[0].segments()[0], &gate_again = p[1].segments()[0], &wide = p[1].segments()[1],
+                &wide_again = p[2].segments()[0];
+  EXPECT_EQ(gate.file(), "a.safetensors");
+  EXPECT_EQ(wide.file(), "b.safetensors");
+  EXPECT_EQ(gate.path().filename(), "a.safetensors");
+  EXPECT_EQ(wide.path().filename(), "b.safetensors");
+  // One copy a shard across components: the same objects, not equal copies.
+  EXPECT_EQ(&gate.path(), &gate_again.path());
+  EXPECT_EQ(&gate.file(), &gate_again.file());
+  EXPECT_EQ(&wide.path(), &wide_again.path());
+  EXPECT_NE(&gate.path(), &wide.path());
+}
+
 TEST_F(Payloads, DimensionsMustBeTheShapeTheStackOrTheConcatenation) {
   auto result = resolve_component(checkpoint(), dense("gate_up", {"gate", "up"}, {2, 8}));
   EXPECT_TRUE(FailsWith(result, ROOTSPAN_ERR_INVALID_PAYLOAD,

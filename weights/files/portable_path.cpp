@@ -51,6 +51,8 @@ bool lies_inside(const std::filesystem::path &inner, const std::filesystem::path
   return true;
 }
 
+bool is_portable_name(std::string_view name) { return broken_rule(name).empty(); }
+
 Result<void> check_portable_name(std::string_view name, rootspan_status code, std::string operation,
                                  std::string_view subject) {
   const std::string rule = broken_rule(name);

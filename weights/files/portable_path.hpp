@@ -20,6 +20,8 @@ namespace rootspan::weights {
 // file name, what `subject` it came from, and the rule it broke.
 Result<void> check_portable_name(std::string_view name, rootspan_status code, std::string operation,
                                  std::string_view subject);
+// Whether `name` keeps those rules (check_portable_name without the error).
+bool is_portable_name(std::string_view name);
 
 // check_portable_name, then resolves `folder / name` through every symbolic
 // link, a chain included (weakly_canonical), and requires the result to lie

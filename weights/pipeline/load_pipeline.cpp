@@ -60,7 +60,7 @@ Result<PreparedLoad> prepare_load(const LoadRequest &request) {
   if (!schema) return schema.error();
   auto selected = select_components(std::move(schema).value(), request.patterns);
   if (!selected) return selected.error();
-  auto resolved = resolve_schema(checkpoint.value(), selected.value());
+  auto resolved = resolve_schema(checkpoint.value(), std::move(selected).value());
   if (!resolved) return resolved.error();
   std::optional<ReadPlan> plan;
   if (request.spec) {

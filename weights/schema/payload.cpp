@@ -9,12 +9,13 @@
 
 namespace rootspan::weights {
 
-Result<ComponentPayload> ComponentPayload::from_ordered_segments(const ComponentSpec &component,
-                                                                 const std::vector<std::string> &external_names,
-                                                                 std::vector<std::string> source_files,
-                                                                 const std::vector<std::uint64_t> &dimensions,
-                                                                 SafetensorsDtype element_type,
-                                                                 std::vector<Segment> segments) {
+namespace {
+
+// from_ordered_segments' checks, in its order; the segments' total bytes.
+Result<std::uint64_t> check_segments(const ComponentSpec &component, const std::vector<std::string> &external_names,
+                                     const std::vector<std::string> &source_files,
+                                     const std::vector<std::uint64_t> &dimensions, SafetensorsDtype element_type,
+                                     const std::vector<Segment> &segments) {
   const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
   auto expected_bytes = component.physical_bytes();
@@ -39,9 +40,10 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(const Component
                 external_names.size(), source_files.size());
   }
   for (const std::string &file : source_files) {
-    auto portable = check_portable_name(file, ROOTSPAN_ERR_INVALID_PAYLOAD, ComponentFailure::kOperation,
-                                        "component " + component.id);
-    if (!portable) return portable.error();
+    if (is_portable_name(file)) continue;  // the subject is spelled out only for the error
+    return check_portable_name(file, ROOTSPAN_ERR_INVALID_PAYLOAD, ComponentFailure::kOperation,
+                               "component " + component.id)
+        .error();
   }
   if (dimensions != component.dimensions) {
     return fail("dimensions " + shape_text(dimensions) + " differ from the schema's " +
@@ -97,14 +99,41 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(const Component
                 expected_bytes.value(), total);
   }
 
-  ComponentPayload payload;
-  payload.component_ = component;
-  payload.source_files_ = std::move(source_files);
-  payload.element_type_ = element_type;
-  payload.segments_ = std::move(segments);
-  payload.total_bytes_ = total;
-  return payload;
+  return total;
 }
+
+}  // namespace
+
+Result<ComponentPayload> ComponentPayload::from_ordered_segments(const ComponentSpec &component,
+                                                                 const std::vector<std::string> &external_names,
+                                                                 std::vector<std::string> source_files,
+                                                                 const std::vector<std::uint64_t> &dimensions,
+                                                                 SafetensorsDtype element_type,
+                                                                 std::vector<Segment> segments) {
+  auto total = check_segments(component, external_names, source_files, dimensions, element_type, segments);
+  if (!total) return total.error();
+  return ComponentPayload(ComponentSpec(component), std::move(source_files), element_type, std::move(segments),
+                          total.value());
+}
+
+Result<ComponentPayload> ComponentPayload::from_own_segments(ComponentSpec &&component,
+                                                             std::vector<std::string> source_files,
+                                                             SafetensorsDtype element_type,
+                                                             std::vector<Segment> segments) {
+  auto total = check_segments(component, component.sources, source_files, component.dimensions, element_type, segments);
+  if (!total) return total.error();
+  return ComponentPayload(std::move(component), std::move(source_files), element_type, std::move(segments),
+                          total.value());
+}
+
+ComponentPayload::ComponentPayload(ComponentSpec component, std::vector<std::string> source_files,
+                                   SafetensorsDtype element_type, std::vector<Segment> segments,
+                                   std::uint64_t total_bytes)
+    : component_(std::move(component)),
+      source_files_(std::move(source_files)),
+      element_type_(element_type),
+      segments_(std::move(segments)),
+      total_bytes_(total_bytes) {}
 
 Result<void> ComponentPayload::retain(std::size_t index, RetainedRegion region) {
   const ComponentFailure fail(component_.id);

@@ -39,6 +39,10 @@ class ComponentPayload {
                                                         std::vector<std::string> source_files,
                                                         const std::vector<std::uint64_t> &dimensions,
                                                         SafetensorsDtype element_type, std::vector<Segment> segments);
+  // The same, for segments that carry the component's own sources in its own
+  // dimensions (a resolved schema's): the component is moved in, not copied.
+  static Result<ComponentPayload> from_own_segments(ComponentSpec &&component, std::vector<std::string> source_files,
+                                                    SafetensorsDtype element_type, std::vector<Segment> segments);
 
   const ComponentSpec &component() const { return component_; }
   const std::string &component_id() const { return component_.id; }
@@ -64,7 +68,8 @@ class ComponentPayload {
       const std::function<std::shared_ptr<const StableHostMemory>(const Segment &)> &owner_of);
 
  private:
-  ComponentPayload() = default;
+  ComponentPayload(ComponentSpec component, std::vector<std::string> source_files, SafetensorsDtype element_type,
+                   std::vector<Segment> segments, std::uint64_t total_bytes);
 
   ComponentSpec component_;
   std::vector<std::string> source_files_;

@@ -268,8 +268,8 @@ Result<std::vector<ComponentPayload>> sliced_payloads(std::span<const ComponentP
       files.push_back(r.file);
       segments.emplace_back(r.source, r.file, r.path, r.file_offset, r.length, r.rows, r.stride);
     }
-    auto payload = ComponentPayload::from_ordered_segments(slice, slice.sources, std::move(files), c.dimensions,
-                                                           payloads[i].element_type(), std::move(segments));
+    auto payload = ComponentPayload::from_own_segments(std::move(slice), std::move(files), payloads[i].element_type(),
+                                                       std::move(segments));
     if (!payload) return payload.error();
     out.push_back(std::move(payload).value());
   }

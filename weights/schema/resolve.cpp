@@ -61,9 +61,25 @@ std::optional<std::vector<std::uint64_t>> concatenated(const std::vector<std::ve
   return out;
 }
 
-}  // namespace
+// One SegmentFile for each of a checkpoint's shards, made when a segment
+// first reads it and shared by every segment after.
+class ShardFiles {
+ public:
+  explicit ShardFiles(const Checkpoint &checkpoint)
+      : first_(checkpoint.shards().data()), files_(checkpoint.shards().size()) {}
 
-Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const ComponentSpec &component) {
+  const std::shared_ptr<const SegmentFile> &of(const Shard &shard) {
+    std::shared_ptr<const SegmentFile> &file = files_.at(static_cast<std::size_t>(&shard - first_));
+    if (!file) file = std::make_shared<const SegmentFile>(SegmentFile{shard.file, shard.path});
+    return file;
+  }
+
+ private:
+  const Shard *first_;
+  std::vector<std::shared_ptr<const SegmentFile>> files_;
+};
+
+Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpec component, ShardFiles &shard_files) {
   const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
 
@@ -106,39 +122,52 @@ Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const 
     parts.push_back(std::move(dims).value());
   }
 
+  // One source with the component's own dimensions, the usual case, needs
+  // neither the stack nor the concatenation worked out.
   const bool as_is = parts.size() == 1 && parts.front() == component.dimensions;
-  const auto stack = stacked(parts);
-  const auto concat = concatenated(parts);
-  if (!as_is && stack != component.dimensions && concat != component.dimensions) {
-    std::string shapes;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      shapes += (i ? ", " : "") + where(tensors[i]) + " " + shape_text(parts[i]);
+  if (!as_is) {
+    const auto stack = stacked(parts);
+    const auto concat = concatenated(parts);
+    if (stack != component.dimensions && concat != component.dimensions) {
+      std::string shapes;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        shapes += (i ? ", " : "") + where(tensors[i]) + " " + shape_text(parts[i]);
+      }
+      return fail("dimensions " + shape_text(component.dimensions) + " are neither the stack " +
+                  (stack ? shape_text(*stack) : std::string("(shapes differ)")) + " nor the concatenation " +
+                  (concat ? shape_text(*concat) : std::string("(trailing axes differ)")) +
+                  " of its sources: " + shapes);
     }
-    return fail("dimensions " + shape_text(component.dimensions) + " are neither the stack " +
-                (stack ? shape_text(*stack) : std::string("(shapes differ)")) + " nor the concatenation " +
-                (concat ? shape_text(*concat) : std::string("(trailing axes differ)")) + " of its sources: " + shapes);
   }
 
   std::vector<std::string> files;
   std::vector<Segment> segments;
   for (const TensorRef &tensor : tensors) {
     files.push_back(tensor.shard->file);
-    segments.emplace_back(tensor.tensor->name, tensor.shard->file, tensor.shard->path, tensor.file_offset(),
+    segments.emplace_back(tensor.tensor->name, shard_files.of(*tensor.shard), tensor.file_offset(),
                           tensor.tensor->byte_length());
   }
-  auto payload = ComponentPayload::from_ordered_segments(component, component.sources, std::move(files),
-                                                         component.dimensions, element_type, std::move(segments));
+  auto payload =
+      ComponentPayload::from_own_segments(std::move(component), std::move(files), element_type, std::move(segments));
   if (!payload) return payload.error();
   return ResolvedComponent{std::move(payload).value(), std::nullopt};
 }
 
-Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, const ComponentSchema &schema) {
+}  // namespace
+
+Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, ComponentSpec component) {
+  ShardFiles shard_files(checkpoint);
+  return resolve_one(checkpoint, std::move(component), shard_files);
+}
+
+Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSchema schema) {
   ResolvedSchema resolved;
   // Reserved: a vector grown by doubling can hold twice what it needs, which
   // for 2^20 components is hundreds of megabytes.
   resolved.payloads.reserve(schema.components.size());
-  for (const ComponentSpec &component : schema.components) {
-    auto one = resolve_component(checkpoint, component);
+  ShardFiles shard_files(checkpoint);
+  for (ComponentSpec &component : schema.components) {
+    auto one = resolve_one(checkpoint, std::move(component), shard_files);
     if (!one) return one.error();
     if (one.value().payload) {
       resolved.payloads.push_back(std::move(*one.value().payload));

@@ -39,14 +39,16 @@ struct ResolvedComponent {
 // [count, shape...], or as the concatenation along axis 0. Errors name the
 // component, the tensor, the file and expected and actual values (operation
 // "load_component").
-Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, const ComponentSpec &component);
+// The component is moved into its payload: pass an rvalue to spare a copy.
+Result<ResolvedComponent> resolve_component(const Checkpoint &checkpoint, ComponentSpec component);
 
 struct ResolvedSchema {
   std::vector<ComponentPayload> payloads;  // in schema order
   std::vector<SkippedComponent> skipped;
 };
 
-// Resolves every component, stopping at the first that fails.
-Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, const ComponentSchema &schema);
+// Resolves every component, stopping at the first that fails; the schema's
+// components are moved into the payloads (pass an rvalue to spare a copy).
+Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSchema schema);
 
 }  // namespace rootspan::weights

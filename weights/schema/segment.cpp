@@ -6,32 +6,37 @@
 
 namespace rootspan::weights {
 
-Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+Segment::Segment(std::string source, std::shared_ptr<const SegmentFile> file, std::uint64_t file_offset,
                  std::uint64_t length)
-    : source_(std::move(source)),
-      file_(std::move(file)),
-      path_(std::move(path)),
-      file_offset_(file_offset),
-      length_(length),
-      row_length_(length),
-      stride_(length) {}
+    : Segment(std::move(source), std::move(file), file_offset, length, 1, length) {}
 
-Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+Segment::Segment(std::string source, std::shared_ptr<const SegmentFile> file, std::uint64_t file_offset,
                  std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride)
     : source_(std::move(source)),
       file_(std::move(file)),
-      path_(std::move(path)),
       file_offset_(file_offset),
       length_(row_length * rows),  // one rank's slice of a tensor that fit in 64 bits
       rows_(rows),
       row_length_(row_length),
       stride_(stride) {}
 
+Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+                 std::uint64_t length)
+    : Segment(std::move(source), std::make_shared<const SegmentFile>(SegmentFile{std::move(file), std::move(path)}),
+              file_offset, length) {}
+
+Segment::Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
+                 std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride)
+    : Segment(std::move(source), std::make_shared<const SegmentFile>(SegmentFile{std::move(file), std::move(path)}),
+              file_offset, row_length, rows, stride) {}
+
 std::string Segment::describe(std::size_t position) const {
   return "segment " + std::to_string(position) + " (" + tensor_text() + ")";
 }
 
-std::string Segment::tensor_text() const { return "tensor " + quoted_text(source_) + " in " + quoted_text(file_); }
+std::string Segment::tensor_text() const {
+  return "tensor " + quoted_text(source_) + " in " + quoted_text(file_->name);
+}
 
 Result<void> Segment::set_bytes(std::span<const std::byte> bytes) {
   if (!bytes_.empty()) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,8 +20,20 @@
 
 namespace rootspan::weights {
 
+// The shard file segments read: its name as the checkpoint spells it and the
+// path that was opened. Every segment of a file shares one, rather than
+// holding copies (a checkpoint of thousands of tensors has as many segments).
+struct SegmentFile {
+  std::string name;            // relative to the checkpoint's folder
+  std::filesystem::path path;  // the file to read
+};
+
 class Segment {
  public:
+  Segment(std::string source, std::shared_ptr<const SegmentFile> file, std::uint64_t file_offset, std::uint64_t length);
+  Segment(std::string source, std::shared_ptr<const SegmentFile> file, std::uint64_t file_offset,
+          std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride);
+  // The same, for a file of its own.
   Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
           std::uint64_t length);
   // `rows` rows of `row_length` bytes, the first at `file_offset`, each
@@ -28,12 +41,12 @@ class Segment {
   Segment(std::string source, std::string file, std::filesystem::path path, std::uint64_t file_offset,
           std::uint64_t row_length, std::uint64_t rows, std::uint64_t stride);
 
-  const std::string &source() const { return source_; }        // the source tensor's name
-  const std::string &file() const { return file_; }            // shard name, relative to the checkpoint
-  const std::filesystem::path &path() const { return path_; }  // the shard file to read
-  std::uint64_t file_offset() const { return file_offset_; }   // absolute offset in that file (of the first row)
-  std::uint64_t length() const { return length_; }             // the bytes it gives: rows × row_length
-  std::uint64_t rows() const { return rows_; }                 // 1 for one contiguous range
+  const std::string &source() const { return source_; }              // the source tensor's name
+  const std::string &file() const { return file_->name; }            // shard name, relative to the checkpoint
+  const std::filesystem::path &path() const { return file_->path; }  // the shard file to read
+  std::uint64_t file_offset() const { return file_offset_; }         // absolute offset in that file (of the first row)
+  std::uint64_t length() const { return length_; }                   // the bytes it gives: rows × row_length
+  std::uint64_t rows() const { return rows_; }                       // 1 for one contiguous range
   std::uint64_t row_length() const { return row_length_; }
   std::uint64_t stride() const { return stride_; }  // file bytes from one row's start to the next
   bool contiguous() const { return rows_ == 1; }
@@ -60,8 +73,7 @@ class Segment {
 
  private:
   std::string source_;
-  std::string file_;
-  std::filesystem::path path_;
+  std::shared_ptr<const SegmentFile> file_;  // never null
   std::uint64_t file_offset_ = 0;
   std::uint64_t length_ = 0;
   std::uint64_t rows_ = 1;
