@@ -225,6 +225,33 @@ TEST_F(MaterializeTest, ACopyLoadOnParallelReadsHoldsTheFilesBytes) {
   }
 }
 
+TEST_F(MaterializeTest, DirectReadsOfALargeTensorLandInPlace) {
+  // The tensors start mid-page in the file (after a header of any length).
+  // The large one gets memory placed as its file offset is, so its whole
+  // blocks are read straight in and only its partial first and last blocks
+  // are bounced; the small one (under kDirectLandingMinimumBytes) keeps the
+  // provider's allocation and is bounced whole.
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"big", "F32", {3, 1024, 1024}}, {"small", "U8", {4096}}}, 23);
+  ASSERT_NE(file.data_offset % 4096, 0u);
+  LoadOptions options;
+  options.strategy = rootspan::weights::Strategy::kDirect;
+  options.read_engine = rootspan::weights::ReadEngine::kThreads;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  for (const LoadedComponent &c : loaded.value().components) {
+    EXPECT_TRUE(read_root(*c.root) == file.tensor(c.id)) << c.id << ": not the file's bytes";
+    EXPECT_FALSE(c.read_only) << c.id;
+  }
+  const auto &reads = *loaded.value().reads;
+  if (!reads.fallbacks.empty())
+    GTEST_SKIP() << "no direct reads on this file system: " << reads.fallbacks.begin()->second;
+  EXPECT_EQ(reads.direct_bytes, file.bytes.size() - file.data_offset);
+  // The small tensor (4096 bytes) and at most two blocks of the large one.
+  EXPECT_GT(reads.bounced_bytes, 0u);
+  EXPECT_LE(reads.bounced_bytes, 4096u + 2 * 4096u);
+}
+
 TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {
   const WrittenFile a = write_safetensors(dir_, "a.safetensors", {{"gate", "F32", {30, 50}}}, 1);
   const WrittenFile b = write_safetensors(dir_, "b.safetensors", {{"up", "F32", {30, 50}}}, 2);

@@ -20,6 +20,7 @@
 #include "weights/files/mapped_file.hpp"
 #include "weights/files/strided_read.hpp"
 #include "weights/placement/available_memory.hpp"
+#include "weights/placement/direct_landing.hpp"
 #include "weights/placement/staging_ring.hpp"
 #include "weights/placement/warm_mapping.hpp"
 
@@ -183,7 +184,9 @@ class LoadRun {
         return loaded;
       }
     }
-    auto root = allocate(payload, host ? ROOTSPAN_MEMORY_HOST : ROOTSPAN_MEMORY_DEVICE);
+    auto root = host && options_.strategy == Strategy::kDirect
+                    ? allocate_for_direct_reads(payload)
+                    : allocate(payload, host ? ROOTSPAN_MEMORY_HOST : ROOTSPAN_MEMORY_DEVICE);
     if (!root) return error_in(payload, root.error());
     loaded.root = root.value();
     auto copied = host_access(*loaded.root) ? read_into_mapping(payload, *loaded.root) : upload(payload, *loaded.root);
@@ -365,6 +368,31 @@ class LoadRun {
     allocation.alignment = 64;
     allocation.dtype = root_dtype(payload);
     auto root = context_.allocate(allocation);
+    if (!root) return root.error();
+    made_.push_back(root.value());
+    return root.value();
+  }
+
+  // Host memory for a component read with O_DIRECT: placed as its file
+  // offset is (direct_landing.hpp), so that its whole blocks are read in
+  // place rather than through a bounce buffer, where the component is one
+  // contiguous range large enough and its elements stay aligned; else the
+  // provider's allocation.
+  Result<Root *> allocate_for_direct_reads(const ComponentPayload &payload) {
+    const rootspan_dtype dtype = root_dtype(payload);
+    const std::uint64_t file_offset = payload.segments().empty() ? 0 : payload.segments().front().file_offset();
+    const std::uint64_t head = page_offset(file_offset);
+    if (packed(payload) || payload.total_bytes() < kDirectLandingMinimumBytes || head == 0 ||
+        head % dtype_alignment(dtype) != 0) {
+      return allocate(payload, ROOTSPAN_MEMORY_HOST);
+    }
+    auto memory = map_congruent(payload.total_bytes(), file_offset);
+    if (!memory) return allocate(payload, ROOTSPAN_MEMORY_HOST);  // no mapping: the provider may still have memory
+    HostImport placed;
+    placed.provider = provider_->name();
+    placed.dtype = dtype;
+    placed.memory = *memory;
+    auto root = context_.import_host(placed);  // a failed import has run the deleter
     if (!root) return root.error();
     made_.push_back(root.value());
     return root.value();
