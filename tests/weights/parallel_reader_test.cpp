@@ -85,6 +85,7 @@ TEST_P(ParallelReaderTest, DirectReadsEqualTheFileAtEveryAlignment) {
   if (const DirectAlignment a = direct_alignment_of(file.fd()); !a.why.empty()) GTEST_SKIP() << a.why;
   auto reader = make(options(ReadMode::kDirect));
   if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  EXPECT_TRUE(reader->reads_direct(file));
 
   const std::uint64_t offsets[] = {0, 1, 511, 512, 4095, 4096, 4097, 8192 + 100};
   const std::uint64_t lengths[] = {1, 100, 511, 512, 4096, 5000, 12289, 3 * 4096, 64 * 1024};
@@ -123,6 +124,34 @@ TEST_P(ParallelReaderTest, DirectReadsEqualTheFileAtEveryAlignment) {
   if (path.parent_path() == std::filesystem::current_path()) std::filesystem::remove(path);
 }
 
+TEST_P(ParallelReaderTest, ADestinationPlacedAsTheFileOffsetIsTakesEveryWholeBlockInPlace) {
+  // In the build folder, as above: /tmp may be tmpfs, which is read buffered.
+  const std::vector<std::byte> bytes = random_bytes(3 << 20, 9);
+  const std::filesystem::path path = std::filesystem::current_path() / "parallel_reader_placed.bin";
+  {
+    std::FILE *out = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), out);
+    std::fclose(out);
+  }
+  const InputFile file = open_input(path);
+  std::filesystem::remove(path);  // the open file stays readable
+  if (const DirectAlignment a = direct_alignment_of(file.fd()); !a.why.empty()) GTEST_SKIP() << a.why;
+  auto reader = make(options(ReadMode::kDirect));
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  if (!reader->reads_direct(file)) GTEST_SKIP() << reader->stats().fallbacks.begin()->second;
+  // 100 bytes into a page of the file, and 100 bytes into a page of memory.
+  const std::uint64_t offset = 4096 + 100, length = (2 << 20) + 1000;
+  Destination placed(length, 100);
+  ASSERT_TRUE(reader->submit({&file, offset, placed.data(), length, "placed"}));
+  ASSERT_TRUE(reader->drain());
+  EXPECT_EQ(std::memcmp(placed.data(), bytes.data() + offset, length), 0);
+  const ParallelReadStats &stats = reader->stats();
+  EXPECT_EQ(stats.direct_bytes, length);
+  EXPECT_GT(stats.bounced_bytes, 0u);         // the partial first and last blocks
+  EXPECT_LE(stats.bounced_bytes, 2 * 4096u);  // and nothing of the middle
+}
+
 TEST_P(ParallelReaderTest, DirectFallsBackToBufferedOnTmpfsAndNamesTheFile) {
   const std::filesystem::path shm = "/dev/shm";
   if (!std::filesystem::is_directory(shm)) GTEST_SKIP() << "no /dev/shm";
@@ -143,6 +172,7 @@ TEST_P(ParallelReaderTest, DirectFallsBackToBufferedOnTmpfsAndNamesTheFile) {
   }
   auto reader = make(options(ReadMode::kDirect));
   if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  EXPECT_FALSE(reader->reads_direct(file));  // known before any read: tmpfs is read buffered
   std::vector<std::byte> into(bytes.size() - 4097);
   ASSERT_TRUE(reader->submit({&file, 4097, into.data(), into.size(), "x"}));
   ASSERT_TRUE(reader->drain());

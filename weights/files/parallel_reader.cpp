@@ -333,6 +333,11 @@ ParallelReader::FileState &ParallelReader::state_of(const InputFile &file) {
   return *files_.emplace(&file, std::move(state)).first->second;
 }
 
+bool ParallelReader::reads_direct(const InputFile &file) {
+  const FileState &state = state_of(file);
+  return state.direct_fd >= 0 && !state.refused;
+}
+
 Result<void> ParallelReader::submit(const ReadRange &range) {
   if (error_) return *error_;
   if (range.length == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
@@ -359,7 +364,10 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
   if (state.direct_fd < 0 || state.refused) {
     add(range.offset, range.length, false, false);
   } else {
-    const std::uint64_t block = state.offset_alignment;
+    // The middle starts on a block that both alignments allow: where memory
+    // lines up with the file (direct_landing.hpp), its address is then aligned
+    // too, even when memory must be aligned more than offsets.
+    const std::uint64_t block = std::max(state.offset_alignment, state.memory_alignment);
     const std::uint64_t end = range.offset + range.length;
     const std::uint64_t middle_begin = round_up(range.offset, block);
     const std::uint64_t middle_end = round_down(end, block);

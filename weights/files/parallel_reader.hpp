@@ -105,6 +105,12 @@ class ParallelReader {
 
   const ParallelReadStats &stats() const;
 
+  // Whether ranges of `file` will be read with O_DIRECT: the file's checks
+  // are made now, as its first submit() would make them (a file that falls
+  // back to buffered reads is named in stats().fallbacks). A direct read
+  // can still be refused later (EINVAL on the first one).
+  bool reads_direct(const InputFile &file);
+
   class Engine;
   struct Request;
   struct FileState;

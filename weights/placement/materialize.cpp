@@ -376,16 +376,24 @@ class LoadRun {
   // Host memory for a component read with O_DIRECT: placed as its file
   // offset is (direct_landing.hpp), so that its whole blocks are read in
   // place rather than through a bounce buffer, where the component is one
-  // contiguous range large enough and its elements stay aligned; else the
-  // provider's allocation.
+  // contiguous range large enough, its elements stay aligned, the provider
+  // takes host imports and the file is read direct; else the provider's
+  // allocation.
   Result<Root *> allocate_for_direct_reads(const ComponentPayload &payload) {
     const rootspan_dtype dtype = root_dtype(payload);
     const std::uint64_t file_offset = payload.segments().empty() ? 0 : payload.segments().front().file_offset();
     const std::uint64_t head = page_offset(file_offset);
     if (packed(payload) || payload.total_bytes() < kDirectLandingMinimumBytes || head == 0 ||
-        head % dtype_alignment(dtype) != 0) {
+        head % dtype_alignment(dtype) != 0 || provider_->table().import_host_memory == nullptr) {
       return allocate(payload, ROOTSPAN_MEMORY_HOST);
     }
+    // Only for a file that is read direct: one read buffered (tmpfs, overlay,
+    // no direct I/O) gains nothing from the placement.
+    auto in = file(payload.segments().front().path());
+    if (!in) return in.error();
+    ParallelReader *in_parallel = nullptr;
+    ROOTSPAN_ASSIGN_OR_RETURN(in_parallel, reader());
+    if (!in_parallel->reads_direct(*in.value())) return allocate(payload, ROOTSPAN_MEMORY_HOST);
     auto memory = map_congruent(payload.total_bytes(), file_offset);
     if (!memory) return allocate(payload, ROOTSPAN_MEMORY_HOST);  // no mapping: the provider may still have memory
     HostImport placed;

@@ -73,7 +73,7 @@ class Segment {
 
  private:
   std::string source_;
-  std::shared_ptr<const SegmentFile> file_;  // never null
+  std::shared_ptr<const SegmentFile> file_;  // never null, but in a moved-from segment
   std::uint64_t file_offset_ = 0;
   std::uint64_t length_ = 0;
   std::uint64_t rows_ = 1;
