@@ -16,15 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "plugins/kit/huge_pages.hpp"
 #include "plugins/kit/provider_kit.hpp"
 #include "rootspan/provider.h"
 
 namespace {
 
+using rootspan_plugin_kit::advise_huge_pages;
 using rootspan_plugin_kit::copy_text;
 using rootspan_plugin_kit::fail;
 using rootspan_plugin_kit::guarded;
+using rootspan_plugin_kit::huge_page_advice_pays;
 using rootspan_plugin_kit::read_struct;
+using rootspan_plugin_kit::transparent_huge_pages_mode;
 using rootspan_plugin_kit::write_message;
 using rootspan_plugin_kit::write_struct;
 
@@ -109,10 +113,10 @@ struct HostBlock {
 };
 
 // Allocations of a huge page and more get their own anonymous mapping, aligned
-// to huge pages and advised MADV_HUGEPAGE: filling fresh 4 KiB pages costs a
-// fault each, which made a copy load of 1 GiB three times slower than reading
-// into memory already faulted in. Where transparent huge pages are off the
-// advice fails or does nothing and the mapping works with small pages.
+// to huge pages and advised MADV_HUGEPAGE where that pays
+// (plugins/kit/huge_pages.hpp): filling fresh 4 KiB pages costs a fault each.
+// Where transparent huge pages are off, or the advice is not given, the
+// mapping works with small pages.
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 // An anonymous mapping of `length` bytes (a multiple of kHugePage) aligned to
@@ -129,7 +133,7 @@ void *map_huge_aligned(std::size_t length, std::size_t alignment) {
   const std::uintptr_t end = aligned + length;
   if (start + reserve > end) ::munmap(reinterpret_cast<void *>(end), start + reserve - end);
   void *data = reinterpret_cast<void *>(aligned);
-  (void)::madvise(data, length, MADV_HUGEPAGE);  // advice only: small pages still work without it
+  advise_huge_pages(data, length);
   return data;
 }
 
@@ -150,21 +154,6 @@ rootspan_status host_init(const rootspan_core_services *services_in, const char 
 
 void host_shutdown(rootspan_provider_instance *instance) { delete as_host(instance); }
 
-// What the kernel does with MADV_HUGEPAGE: the word in brackets of
-// /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise",
-// "never"), or "" where the file cannot be read.
-std::string transparent_huge_pages_mode() {
-  std::FILE *file = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
-  if (file == nullptr) return "";
-  char line[128] = {};
-  const bool read = std::fgets(line, sizeof line, file) != nullptr;
-  std::fclose(file);
-  if (!read) return "";
-  const char *open = std::strchr(line, '[');
-  const char *close = open == nullptr ? nullptr : std::strchr(open, ']');
-  return close == nullptr ? "" : std::string(open + 1, close);
-}
-
 rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *count,
                                   rootspan_provider_message *message) {
   *count = 1;
@@ -173,8 +162,12 @@ rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *c
     // The note says whether large allocations get huge pages: without them a
     // first copy load faults every 4 KiB page of fresh memory.
     const std::string mode = transparent_huge_pages_mode();
-    if (mode == "always" || mode == "madvise") {
+    if (mode == "always" || (mode == "madvise" && huge_page_advice_pays())) {
       write_message(message, "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
+    } else if (mode == "madvise") {
+      write_message(message,
+                    "transparent huge pages: madvise (not asked for: free memory is reported to the hypervisor, "
+                    "and fresh huge pages fill slower there than 4 KiB pages)");
     } else if (!mode.empty()) {
       write_message(message,
                     "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",

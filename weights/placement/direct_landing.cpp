@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <new>
 
+#include "plugins/kit/huge_pages.hpp"
+
 namespace rootspan::weights {
 
 namespace {
@@ -35,7 +37,7 @@ std::optional<rootspan_host_memory> map_congruent(std::uint64_t length, std::uin
   const std::size_t bytes = (head + length + page - 1) / page * page;
   void *base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return std::nullopt;
-  (void)::madvise(base, bytes, MADV_HUGEPAGE);  // advice: fewer first-touch faults where huge pages are on
+  rootspan_plugin_kit::advise_huge_pages(base, bytes);  // where fewer first-touch faults pay
   auto *mapping = new (std::nothrow) Mapping{base, bytes};
   if (mapping == nullptr) {
     ::munmap(base, bytes);

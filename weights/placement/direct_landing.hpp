@@ -24,7 +24,8 @@ constexpr std::uint64_t kDirectLandingMinimumBytes = std::uint64_t{1} << 20;
 std::uint64_t page_offset(std::uint64_t file_offset);
 
 // `length` bytes of fresh anonymous memory whose first byte's address is
-// congruent to `file_offset` modulo the page size, advised MADV_HUGEPAGE,
+// congruent to `file_offset` modulo the page size, advised MADV_HUGEPAGE where
+// that pays (plugins/kit/huge_pages.hpp),
 // as a host import hands it over: data, byte_length, the alignment data
 // has, and a deleter that unmaps it. Nothing when mmap fails.
 std::optional<rootspan_host_memory> map_congruent(std::uint64_t length, std::uint64_t file_offset);
