@@ -229,10 +229,12 @@ TEST_F(MaterializeTest, DirectReadsOfALargeTensorLandInPlace) {
   // The tensors start mid-page in the file (after a header of any length).
   // The large one gets memory placed as its file offset is, so its whole
   // blocks are read straight in and only its partial first and last blocks
-  // are bounced; the small one (under kDirectLandingMinimumBytes) keeps the
-  // provider's allocation and is bounced whole.
+  // are bounced; the middle one (under kDirectLandingMinimumBytes) keeps the
+  // provider's allocation and is bounced whole; the tiny one (64 KiB or
+  // less) is read buffered.
   const WrittenFile file =
-      write_safetensors(dir_, "model.safetensors", {{"big", "F32", {3, 1024, 1024}}, {"small", "U8", {4096}}}, 23);
+      write_safetensors(dir_, "model.safetensors",
+                        {{"big", "F32", {3, 1024, 1024}}, {"middle", "U8", {128 * 1024}}, {"tiny", "U8", {100}}}, 23);
   ASSERT_NE(file.data_offset % 4096, 0u);
   LoadOptions options;
   options.strategy = rootspan::weights::Strategy::kDirect;
@@ -246,10 +248,11 @@ TEST_F(MaterializeTest, DirectReadsOfALargeTensorLandInPlace) {
   const auto &reads = *loaded.value().reads;
   if (!reads.fallbacks.empty())
     GTEST_SKIP() << "no direct reads on this file system: " << reads.fallbacks.begin()->second;
-  EXPECT_EQ(reads.direct_bytes, file.bytes.size() - file.data_offset);
-  // The small tensor (4096 bytes) and at most two blocks of the large one.
-  EXPECT_GT(reads.bounced_bytes, 0u);
-  EXPECT_LE(reads.bounced_bytes, 4096u + 2 * 4096u);
+  EXPECT_EQ(reads.bytes, file.bytes.size() - file.data_offset);
+  EXPECT_EQ(reads.direct_bytes, reads.bytes - 100);
+  // The middle tensor and at most two blocks of the large one.
+  EXPECT_GE(reads.bounced_bytes, 128u * 1024);
+  EXPECT_LE(reads.bounced_bytes, 128u * 1024 + 2 * 4096u);
 }
 
 TEST_F(MaterializeTest, UploadsAPackedComponentAcrossTwoShardsInSchemaOrder) {

@@ -361,7 +361,7 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
       pieces.push_back(std::move(r));
     }
   };
-  if (state.direct_fd < 0 || state.refused) {
+  if (state.direct_fd < 0 || state.refused || range.length <= options_.read_here_bytes) {
     add(range.offset, range.length, false, false);
   } else {
     // The middle starts on a block that both alignments allow: where memory
@@ -432,8 +432,18 @@ Result<void> ParallelReader::start(Request request) {
   bytes_in_flight_ += slot.read_length;
   stats_.peak_requests_in_flight = std::max(stats_.peak_requests_in_flight, in_flight_);
   stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, bytes_in_flight_);
-  int error = 0;
-  if (!engine_->start(slot, error)) complete(slot, -error);
+  if (!slot.direct && slot.read_length <= options_.read_here_bytes) {
+    // A small read is made here, on the submitting thread: handing it to the
+    // engine costs more than the read (a worker's wake-up and the wait for its
+    // answer were 45% of a read load of 10,000 small tensors).
+    long result;
+    do {
+      result = ::pread(slot.fd, slot.read_into, slot.read_length, static_cast<off_t>(slot.read_at));
+    } while (result < 0 && errno == EINTR);
+    complete(slot, result < 0 ? -errno : result);
+  } else if (int error = 0; !engine_->start(slot, error)) {
+    complete(slot, -error);
+  }
   if (error_) return *error_;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

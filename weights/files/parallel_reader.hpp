@@ -10,6 +10,9 @@
 // every completion is handled on the thread that called submit() or drain(),
 // so callbacks need no locks.
 //
+// Small ranges (read_here_bytes, 64 KiB) are read buffered on the submitting
+// thread, in either mode, and count in stats().bytes but not direct_bytes.
+//
 // Direct reads (ReadMode::kDirect) open each file a second time with O_DIRECT
 // through /proc/self/fd (the same open file, never its name again) and read
 // whole aligned blocks: offsets rounded down to the file system's direct I/O
@@ -56,7 +59,12 @@ struct ParallelReadOptions {
   // a device busy while 16 of them stay within a 64 MiB budget.
   std::uint64_t request_bytes = 4ull << 20;
   std::uint64_t max_bytes_in_flight = 64ull << 20;  // a single request may exceed it alone
-  std::string operation;                            // names the caller's operation in errors
+  // A range of at most this many bytes is read buffered, with one pread on the
+  // submitting thread, even by a direct reader: a worker's hand-off costs more
+  // than such a read, and a direct read would fetch a whole block for it. 0:
+  // every range goes to the engine.
+  std::uint64_t read_here_bytes = 64ull << 10;
+  std::string operation;  // names the caller's operation in errors
   // Called on the submitting thread after each request completes, with its
   // byte count; an error stops the reads and is returned by submit()/drain().
   std::function<Result<void>(std::uint64_t bytes)> on_complete;
