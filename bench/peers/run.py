@@ -478,6 +478,8 @@ def measure(args, env, path_name, ckpt):
                 "tensors": ckpt["tensors"], "bytes": ckpt["bytes"]}
     if path_name.endswith(BEFORE):
         env = dict(env, PYTHONPATH=args.before)
+        if args.before_library:
+            env["ROOTSPAN_LIBRARY"] = args.before_library
     if path_name == "C API":
         cmd = [args.c_load, ckpt["path"], "auto"]
     else:
@@ -530,10 +532,11 @@ def run(args):
                 if mode == "warm":
                     warm(ckpt["files"])
                 for p in order:
-                    if mode == "cold" and p.endswith(BEFORE):
-                        continue  # the binding's changes are CPU work: before/after is measured warm
+                    if mode == "cold" and p.endswith(BEFORE) and not args.before_library:
+                        continue  # the binding's changes alone are CPU work: before/after is measured warm
                     if mode == "cold":
                         evict(ckpt["files"], how)
+                        time.sleep(args.cold_settle)
                     m = measure(args, env, p, ckpt)
                     if "error" in m:
                         errors[(mode, cname, p)] = m["error"]
@@ -668,9 +671,14 @@ def main():
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--before", default=None, help="a copy of bindings/python as it was (e.g. `git worktree`): "
                         "each rootspan Python path is measured over it too, as 'PATH [before]', in the same rounds")
+    parser.add_argument("--before-library", default=None, help="with --before: the librootspan.so the 'PATH "
+                        "[before]' runs load (a library built as it was); then they are measured cold too")
     parser.add_argument("--before-paths", default="drop-in load_file,drop-in safe_open,torch.load auto,"
                         "torch.load read,Context.load", help="the paths measured over --before too")
     parser.add_argument("--cold-rounds", type=int, default=None, help="rounds of the cold runs (default --rounds)")
+    parser.add_argument("--cold-settle", type=float, default=0, help="seconds to wait after the page cache is "
+                        "dropped: a virtual machine reports the freed pages to its hypervisor within seconds, and only "
+                        "then is fresh memory as slow to fill as on a machine that has run a while (docs/cold-start.md)")
     parser.add_argument("--cold-checkpoints", default="llama,moe", help="checkpoints measured cold")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--first", help=argparse.SUPPRESS)
