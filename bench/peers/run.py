@@ -598,7 +598,8 @@ def render(args, ckpts, paths, skipped, results, errors, modes, how, first, prob
     except ImportError:
         pass
     if "cold" in modes:
-        lines.append(f"Cold: {'`sync; echo 3 > /proc/sys/vm/drop_caches` before each measurement' if how == 'drop_caches' else 'posix_fadvise(DONTNEED) of each checkpoint file before each measurement (not root)'}.")
+        lines.append(f"Cold: {'`sync; echo 3 > /proc/sys/vm/drop_caches` before each measurement' if how == 'drop_caches' else 'posix_fadvise(DONTNEED) of each checkpoint file before each measurement (not root)'}"
+                     + (f", then {args.cold_settle:g} s of waiting." if args.cold_settle else "."))
     if skipped:
         lines.append("Skipped: " + "; ".join(f"{p} ({why})" for p, why in skipped.items()) + ".")
     lines.append("")
