@@ -225,6 +225,28 @@ TEST_F(MaterializeTest, ACopyLoadOnParallelReadsHoldsTheFilesBytes) {
   }
 }
 
+TEST_F(MaterializeTest, ACopyLoadReadsInFileOrderAndGathersAdjacentTensors) {
+  // Stored in model order, listed by name: "z" first in the file, "a" last.
+  // The load reads in file order, so the three adjacent tensors are one
+  // request; the result keeps the schema's order.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors",
+                                             {{"z", "F32", {3000}}, {"m", "U8", {70000}}, {"a", "F32", {5000}}}, 29);
+  LoadOptions options;
+  options.strategy = rootspan::weights::Strategy::kRead;
+  options.read_engine = rootspan::weights::ReadEngine::kThreads;
+  auto &loaded = load(file.path, std::nullopt, options);
+  ASSERT_TRUE(loaded) << loaded.error()->message();
+  std::vector<std::string> ids;
+  for (const LoadedComponent &c : loaded.value().components) {
+    ids.push_back(c.id);
+    EXPECT_TRUE(read_root(*c.root) == file.tensor(c.id)) << c.id << ": not the file's bytes";
+    EXPECT_EQ(c.source_offset, file.tensors.at(c.id).first) << c.id;
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "m", "z"}));
+  EXPECT_EQ(loaded.value().reads->requests, 1u);
+  EXPECT_EQ(loaded.value().reads->bytes, 12000u + 70000u + 20000u);
+}
+
 TEST_F(MaterializeTest, DirectReadsOfALargeTensorLandInPlace) {
   // The tensors start mid-page in the file (after a header of any length).
   // The large one gets memory placed as its file offset is, so its whole

@@ -2,7 +2,8 @@
 // for direct reads at every alignment, the buffered fallback is taken and
 // named, a file truncated while reads are in flight fails cleanly, a
 // cancelling completion stops the reads, and the in-flight budget holds
-// (counted, never timed), and small ranges are read on the submitting thread.
+// (counted, never timed), small ranges are read on the submitting thread, and
+// adjacent ranges are gathered into one request.
 // Each test runs on both engines.
 #include "weights/files/parallel_reader.hpp"
 
@@ -57,7 +58,8 @@ class ParallelReaderTest : public ::testing::TestWithParam<ReadEngine> {
     o.mode = mode;
     o.engine = GetParam();
     o.operation = "test_read";
-    o.read_here_bytes = 0;  // every range through the engine under test
+    o.read_here_bytes = 0;      // every range through the engine under test,
+    o.gather_adjacent = false;  // as a request of its own
     return o;
   }
   std::unique_ptr<ParallelReader> make(ParallelReadOptions o) const {
@@ -269,6 +271,57 @@ TEST_P(ParallelReaderTest, SmallRangesAreReadBufferedOnTheSubmittingThread) {
     EXPECT_EQ(std::memcmp(large.data(), bytes.data() + 4096, large.size()), 0);
     EXPECT_EQ(reader->stats().direct_bytes, direct ? large.size() : 0u);
   }
+}
+
+TEST_P(ParallelReaderTest, AdjacentRangesAreGatheredIntoOneRequest) {
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(1 << 20, 13);
+  const InputFile file = open_input(tmp.write("data.bin", bytes));
+  ParallelReadOptions o = options(ReadMode::kBuffered);
+  o.gather_adjacent = true;
+  o.request_bytes = 256 << 10;
+  auto reader = make(o);
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  // 40 ranges of 10,000 bytes, back to back from offset 7, each into its own
+  // buffer; then one that does not follow (a gap of one byte).
+  std::vector<std::vector<std::byte>> into(41, std::vector<std::byte>(10000));
+  for (std::size_t i = 0; i < 40; ++i) {
+    ASSERT_TRUE(reader->submit({&file, 7 + i * 10000, into[i].data(), 10000, "piece"}));
+  }
+  ASSERT_TRUE(reader->submit({&file, 7 + 40 * 10000 + 1, into[40].data(), 10000, "apart"}));
+  ASSERT_TRUE(reader->drain());
+  for (std::size_t i = 0; i < 41; ++i) {
+    const std::size_t offset = 7 + i * 10000 + (i == 40 ? 1 : 0);
+    ASSERT_EQ(std::memcmp(into[i].data(), bytes.data() + offset, 10000), 0) << i;
+  }
+  // 40 x 10,000 bytes fill one 256 KiB request with 26 of them, then 14 more;
+  // the range apart is its own.
+  EXPECT_EQ(reader->stats().requests, 3u);
+  EXPECT_EQ(reader->stats().bytes, 41u * 10000);
+}
+
+TEST_P(ParallelReaderTest, AGatheredReadOfATruncatedFileFailsNamingItsFirstRange) {
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(100000, 17);
+  const std::filesystem::path path = tmp.write("data.bin", bytes);
+  const InputFile file = open_input(path);
+  ParallelReadOptions o = options(ReadMode::kBuffered);
+  o.gather_adjacent = true;
+  auto reader = make(o);
+  if (!reader) GTEST_SKIP() << "io_uring unavailable";
+  std::vector<std::vector<std::byte>> into(3, std::vector<std::byte>(40000));
+  ASSERT_EQ(::truncate(path.c_str(), 90000), 0);
+  bool failed = false;
+  for (std::size_t i = 0; i < 3 && !failed; ++i) {
+    failed =
+        !reader->submit({&file, i * 30000, into[i].data(), i == 2 ? 40000u : 30000u, "tensor " + std::to_string(i)});
+  }
+  auto drained = reader->drain();
+  ASSERT_FALSE(drained);
+  EXPECT_EQ(drained.error()->code, ROOTSPAN_ERR_IO);
+  EXPECT_NE(drained.error()->cause.find("tensor 0 and the 2 ranges after it"), std::string::npos)
+      << drained.error()->cause;
+  EXPECT_NE(drained.error()->cause.find("file ended early"), std::string::npos) << drained.error()->cause;
 }
 
 TEST_P(ParallelReaderTest, TheInFlightBudgetIsRespected) {

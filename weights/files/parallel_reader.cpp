@@ -1,6 +1,7 @@
 #include "weights/files/parallel_reader.hpp"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@ namespace {
 constexpr std::size_t kMaximumThreads = 8;
 constexpr std::uint64_t kMaximumRequestBytes = 1ull << 30;  // io_uring takes 32-bit lengths
 constexpr std::uint32_t kMaximumAlignment = 4096;           // the bounce buffers' alignment
+constexpr std::size_t kMaximumPieces = 1024;                // ranges gathered into one preadv (IOV_MAX)
 
 std::uint64_t round_down(std::uint64_t value, std::uint64_t unit) { return value / unit * unit; }
 std::uint64_t round_up(std::uint64_t value, std::uint64_t unit) { return (value + unit - 1) / unit * unit; }
@@ -77,6 +79,40 @@ struct ParallelReader::Request {
   // The slot's own aligned bounce buffer, grown as needed and kept.
   std::unique_ptr<std::byte, FreeDeleter> bounce;
   std::uint64_t bounce_bytes = 0;
+  // A gathered read: adjacent buffered ranges of one file, read as one by
+  // preadv, each piece into its own destination (empty: into read_into).
+  struct Piece {
+    std::byte *destination;
+    std::uint64_t length;
+  };
+  std::vector<Piece> pieces;
+  std::vector<iovec> vector;  // the pieces from read_done on, as the kernel takes them
+  // Fills `vector` with what is still to read of the pieces.
+  void fill_vector() {
+    vector.clear();
+    std::uint64_t skip = read_done;
+    for (const Piece &piece : pieces) {
+      if (skip >= piece.length) {
+        skip -= piece.length;
+        continue;
+      }
+      vector.push_back({piece.destination + skip, piece.length - skip});
+      skip = 0;
+    }
+  }
+  // The rest of the read, on the calling thread: bytes read, or -errno.
+  long read_some() {
+    long result;
+    do {
+      if (pieces.empty()) {
+        result = ::pread(fd, read_into + read_done, read_length - read_done, static_cast<off_t>(read_at + read_done));
+      } else {
+        fill_vector();
+        result = ::preadv(fd, vector.data(), static_cast<int>(vector.size()), static_cast<off_t>(read_at + read_done));
+      }
+    } while (result < 0 && errno == EINTR);
+    return result < 0 ? -errno : result;
+  }
 };
 
 // How each file is read: buffered through the checkpoint's descriptor, or
@@ -142,13 +178,7 @@ class ThreadEngine final : public ParallelReader::Engine {
       ParallelReader::Request *request = queued_.front();
       queued_.pop_front();
       lock.unlock();
-      long result;
-      do {
-        result =
-            ::pread(request->fd, request->read_into + request->read_done, request->read_length - request->read_done,
-                    static_cast<off_t>(request->read_at + request->read_done));
-      } while (result < 0 && errno == EINTR);
-      if (result < 0) result = -errno;
+      const long result = request->read_some();
       // A bounced read that is complete is copied out here, so that copies
       // (and the destination's first-touch faults) run on every worker.
       if (result > 0 && request->bounced &&
@@ -194,9 +224,15 @@ class UringEngine final : public ParallelReader::Engine {
       error = EBUSY;
       return false;
     }
-    ::io_uring_prep_read(sqe, request.fd, request.read_into + request.read_done,
-                         static_cast<unsigned>(request.read_length - request.read_done),
-                         request.read_at + request.read_done);
+    if (request.pieces.empty()) {
+      ::io_uring_prep_read(sqe, request.fd, request.read_into + request.read_done,
+                           static_cast<unsigned>(request.read_length - request.read_done),
+                           request.read_at + request.read_done);
+    } else {  // the vector stays in the request, untouched, until the read completes
+      request.fill_vector();
+      ::io_uring_prep_readv(sqe, request.fd, request.vector.data(), static_cast<unsigned>(request.vector.size()),
+                            request.read_at + request.read_done);
+    }
     ::io_uring_sqe_set_data(sqe, &request);
     int rc;
     do {
@@ -345,6 +381,9 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
     return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, options_.operation, "a read needs a file and a destination");
   }
   FileState &state = state_of(*range.file);
+  const bool buffered = state.direct_fd < 0 || state.refused || range.length <= options_.read_here_bytes;
+  if (buffered && options_.gather_adjacent && range.length <= options_.request_bytes) return gather(range);
+  BOOST_OUTCOME_TRY(start_gathered());  // what was gathered before this range starts first
   // Requests of the range, in file order: [offset, offset + length) for
   // destination; direct ones are aligned below.
   std::vector<Request> pieces;
@@ -361,7 +400,7 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
       pieces.push_back(std::move(r));
     }
   };
-  if (state.direct_fd < 0 || state.refused || range.length <= options_.read_here_bytes) {
+  if (buffered) {
     add(range.offset, range.length, false, false);
   } else {
     // The middle starts on a block that both alignments allow: where memory
@@ -398,6 +437,39 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
+Result<void> ParallelReader::gather(const ReadRange &range) {
+  if (gathered_ &&
+      (gathered_->file != range.file || gathered_->offset + gathered_->length != range.offset ||
+       gathered_->length + range.length > options_.request_bytes || gathered_->pieces.size() >= kMaximumPieces)) {
+    BOOST_OUTCOME_TRY(start_gathered());
+  }
+  if (!gathered_) {
+    gathered_ = std::make_unique<Request>();
+    gathered_->file = range.file;
+    gathered_->label = range.label;
+    gathered_->offset = range.offset;
+    gathered_->fd = range.file->fd();
+    gathered_->read_at = range.offset;
+  }
+  gathered_->pieces.push_back({range.destination, range.length});
+  gathered_->length += range.length;
+  gathered_->read_length = gathered_->length;
+  return BOOST_OUTCOME_V2_NAMESPACE::success();
+}
+
+Result<void> ParallelReader::start_gathered() {
+  if (!gathered_) return BOOST_OUTCOME_V2_NAMESPACE::success();
+  Request request = std::move(*gathered_);
+  gathered_.reset();
+  if (request.pieces.size() == 1) {  // one range: a plain read
+    request.destination = request.pieces.front().destination;
+    request.pieces.clear();
+  } else {
+    request.label += " and the " + std::to_string(request.pieces.size() - 1) + " ranges after it";
+  }
+  return start(std::move(request));
+}
+
 Result<void> ParallelReader::start(Request request) {
   while (!error_ &&
          (free_.empty() || (in_flight_ > 0 && bytes_in_flight_ + request.read_length > options_.max_bytes_in_flight))) {
@@ -425,7 +497,7 @@ Result<void> ParallelReader::start(Request request) {
       }
     }
     slot.read_into = slot.bounce.get();
-  } else {
+  } else if (slot.pieces.empty()) {
     slot.read_into = slot.destination + (slot.read_at - slot.offset);
   }
   ++in_flight_;
@@ -436,11 +508,7 @@ Result<void> ParallelReader::start(Request request) {
     // A small read is made here, on the submitting thread: handing it to the
     // engine costs more than the read (a worker's wake-up and the wait for its
     // answer were 45% of a read load of 10,000 small tensors).
-    long result;
-    do {
-      result = ::pread(slot.fd, slot.read_into, slot.read_length, static_cast<off_t>(slot.read_at));
-    } while (result < 0 && errno == EINTR);
-    complete(slot, result < 0 ? -errno : result);
+    complete(slot, slot.read_some());
   } else if (int error = 0; !engine_->start(slot, error)) {
     complete(slot, -error);
   }
@@ -524,7 +592,9 @@ void ParallelReader::complete(Request &r, long result) {
 }
 
 Result<void> ParallelReader::drain() {
+  auto started = start_gathered();
   while (in_flight_ > 0) handle_one();
+  if (!started) return started.error();
   if (error_) return *error_;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }

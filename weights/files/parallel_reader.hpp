@@ -12,6 +12,9 @@
 //
 // Small ranges (read_here_bytes, 64 KiB) are read buffered on the submitting
 // thread, in either mode, and count in stats().bytes but not direct_bytes.
+// Buffered ranges that follow each other in a file are gathered into one
+// request (gather_adjacent); a gathered request starts when the next range
+// does not follow it, when it is full, or at drain().
 //
 // Direct reads (ReadMode::kDirect) open each file a second time with O_DIRECT
 // through /proc/self/fd (the same open file, never its name again) and read
@@ -64,6 +67,11 @@ struct ParallelReadOptions {
   // than such a read, and a direct read would fetch a whole block for it. 0:
   // every range goes to the engine.
   std::uint64_t read_here_bytes = 64ull << 10;
+  // Buffered ranges that follow each other in one file, submitted one after
+  // another, are read as one request of up to request_bytes (preadv into each
+  // range's destination): a cold file of thousands of tensors is then read in
+  // large requests, not one small one a tensor.
+  bool gather_adjacent = true;
   std::string operation;  // names the caller's operation in errors
   // Called on the submitting thread after each request completes, with its
   // byte count; an error stops the reads and is returned by submit()/drain().
@@ -105,8 +113,9 @@ class ParallelReader {
   ParallelReader(const ParallelReader &) = delete;
   ParallelReader &operator=(const ParallelReader &) = delete;
 
-  // Queues a range, split into requests of at most request_bytes; blocks,
-  // handling completions, while the budget is full.
+  // Queues a range, split into requests of at most request_bytes (or
+  // gathered with the ranges before it); blocks, handling completions, while
+  // the budget is full.
   Result<void> submit(const ReadRange &range);
   // Waits for every request queued; returns the first error.
   Result<void> drain();
@@ -126,6 +135,8 @@ class ParallelReader {
  private:
   explicit ParallelReader(ParallelReadOptions options);
   Result<void> start(Request request);
+  Result<void> gather(const ReadRange &range);
+  Result<void> start_gathered();
   void handle_one();
   void complete(Request &request, long result);
   FileState &state_of(const InputFile &file);
@@ -139,6 +150,7 @@ class ParallelReader {
   std::size_t in_flight_ = 0;
   std::uint64_t bytes_in_flight_ = 0;
   std::optional<Diagnostic> error_;
+  std::unique_ptr<Request> gathered_;  // buffered ranges gathered, not yet started
 };
 
 }  // namespace rootspan::weights

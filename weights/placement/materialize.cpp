@@ -583,6 +583,32 @@ class SourceFiles {
   std::unordered_map<std::string, std::uint32_t> index_;
 };
 
+// The order a load takes the components in: the schema's, or for a load that
+// reads, the order of their first bytes in the files (each file's path, then
+// offset). A checkpoint's tensors are often stored in model order but listed
+// by name; read in file order, the reads of tensors that follow each other
+// are gathered into large requests (ParallelReadOptions::gather_adjacent),
+// which a cold disk serves far faster than one small request a tensor. Each
+// component still lands at its own index of the result.
+std::vector<std::size_t> load_order(const std::vector<ComponentPayload> &payloads, bool in_file_order) {
+  std::vector<std::size_t> order(payloads.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (!in_file_order) return order;
+  auto first_byte = [&](std::size_t i) {
+    const std::vector<Segment> &segments = payloads[i].segments();
+    return segments.empty() ? std::pair<const std::string *, std::uint64_t>{nullptr, 0}
+                            : std::pair{&segments.front().path().native(), segments.front().file_offset()};
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto [path_a, offset_a] = first_byte(a);
+    const auto [path_b, offset_b] = first_byte(b);
+    if (path_a == nullptr || path_b == nullptr) return path_a == nullptr && path_b != nullptr;
+    if (path_a != path_b && *path_a != *path_b) return *path_a < *path_b;  // a shard's segments share one path
+    return offset_a < offset_b;
+  });
+  return order;
+}
+
 }  // namespace
 
 Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
@@ -655,14 +681,17 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   std::optional<ParallelHasher> hasher;   // LoadOptions::digests, once every byte is placed
   std::optional<ParallelHasher> sources;  // LoadOptions::source_digests, after that
   LoadRun run(context, provider.value(), chosen, result.total_bytes, checkpoint);
-  result.components.reserve(schema.payloads.size());
-  SourceFiles files(result.source_files);
-  for (std::size_t i = 0; i < schema.payloads.size(); ++i) {
-    auto loaded = run.load(schema.payloads[i], i, schema.payloads.size());
+  const std::size_t count = schema.payloads.size();
+  result.components.resize(count);
+  const std::vector<std::size_t> order = load_order(schema.payloads, chosen.strategy != Strategy::kMmap);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = order[k];
+    auto loaded = run.load(schema.payloads[i], k, count);
     if (!loaded) return loaded.error();  // ~LoadRun releases every root made
-    files.locate(loaded.value(), schema.payloads[i]);
-    result.components.push_back(std::move(loaded).value());
+    result.components[i] = std::move(loaded).value();
   }
+  SourceFiles files(result.source_files);
+  for (std::size_t i = 0; i < count; ++i) files.locate(result.components[i], schema.payloads[i]);
   BOOST_OUTCOME_TRY(run.settle_placement());
   if (chosen.populate && chosen.strategy == Strategy::kMmap) {
     BOOST_OUTCOME_TRY(run.warm(result));
