@@ -51,7 +51,7 @@ enum {
 typedef struct rootspan_load_progress {
   size_t struct_size;
   const char *component;    /* the component being loaded ("" before the first, or none); valid for the call */
-  uint64_t component_index; /* from 0, in the order the load takes them (file order when it reads) */
+  uint64_t component_index; /* from 0, in the order the load takes them (file order for read and direct) */
   uint64_t component_count;
   uint64_t bytes_done;
   uint64_t bytes_total;

@@ -26,6 +26,7 @@ using rootspan_plugin_kit::advise_huge_pages;
 using rootspan_plugin_kit::copy_text;
 using rootspan_plugin_kit::fail;
 using rootspan_plugin_kit::guarded;
+using rootspan_plugin_kit::huge_page_advice;
 using rootspan_plugin_kit::huge_page_advice_pays;
 using rootspan_plugin_kit::read_struct;
 using rootspan_plugin_kit::transparent_huge_pages_mode;
@@ -165,9 +166,7 @@ rootspan_status host_device_count(rootspan_provider_instance *, std::uint32_t *c
     if (mode == "always" || (mode == "madvise" && huge_page_advice_pays())) {
       write_message(message, "transparent huge pages: %s (allocations of 2 MiB and more use them)", mode.c_str());
     } else if (mode == "madvise") {
-      write_message(message,
-                    "transparent huge pages: madvise (not asked for: free memory is reported to the hypervisor, "
-                    "and fresh huge pages fill slower there than 4 KiB pages)");
+      write_message(message, "transparent huge pages: madvise (not asked for: %s)", huge_page_advice().why);
     } else if (!mode.empty()) {
       write_message(message,
                     "transparent huge pages: %s (allocations use 4 KiB pages; first copy loads fault each one)",

@@ -1,7 +1,8 @@
 // Whether fresh host memory should be advised MADV_HUGEPAGE: the one home of
 // that rule, for the host provider's large allocations (plugins/host) and the
 // memory a direct load places for itself (weights/placement/direct_landing).
-// Header-only and over the C library alone, like provider_kit.hpp.
+// Header-only, and over the C and C++ standard libraries alone, so that a
+// plugin can use it as it uses provider_kit.hpp. Nothing here throws.
 //
 // Huge pages make a first touch cheap: one fault zeroes 2 MiB instead of 512
 // faults of 4 KiB each. That holds where free memory is backed by the machine.
@@ -31,7 +32,7 @@ namespace rootspan_plugin_kit {
 // What the kernel does with MADV_HUGEPAGE: the word in brackets of
 // /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise",
 // "never"), or "" where the file cannot be read.
-inline std::string transparent_huge_pages_mode() {
+inline std::string transparent_huge_pages_mode() {  // throws only std::bad_alloc
   std::FILE *file = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
   if (file == nullptr) return "";
   char line[128] = {};
@@ -46,39 +47,55 @@ inline std::string transparent_huge_pages_mode() {
 // True when a virtio balloon bound to its driver offers free page reporting
 // (feature bit 5, VIRTIO_BALLOON_F_REPORTING): its `features` file is one
 // '0' or '1' per feature bit, bit 0 first. False where sysfs cannot tell.
-inline bool free_pages_reported_to_hypervisor(const char *devices = "/sys/bus/virtio/devices") {
+inline bool free_pages_reported_to_hypervisor(const char *devices = "/sys/bus/virtio/devices") noexcept {
   constexpr std::size_t kReportingBit = 5;
-  std::error_code error;
-  for (const auto &device : std::filesystem::directory_iterator(devices, error)) {
-    const auto driver = std::filesystem::read_symlink(device.path() / "driver", error);
-    if (error || driver.filename() != "virtio_balloon") continue;
-    std::FILE *file = std::fopen((device.path() / "features").c_str(), "re");
-    if (file == nullptr) continue;
-    char bits[160] = {};
-    const bool read = std::fgets(bits, sizeof bits, file) != nullptr;
-    std::fclose(file);
-    if (read && std::strlen(bits) > kReportingBit && bits[kReportingBit] == '1') return true;
+  try {
+    std::error_code error;
+    std::filesystem::directory_iterator device(devices, error);
+    for (; !error && device != std::filesystem::directory_iterator(); device.increment(error)) {
+      std::error_code link_error;
+      const auto driver = std::filesystem::read_symlink(device->path() / "driver", link_error);
+      if (link_error || driver.filename() != "virtio_balloon") continue;
+      std::FILE *file = std::fopen((device->path() / "features").c_str(), "re");
+      if (file == nullptr) continue;
+      char bits[160] = {};
+      const bool read = std::fgets(bits, sizeof bits, file) != nullptr;
+      std::fclose(file);
+      if (read && std::strlen(bits) > kReportingBit && bits[kReportingBit] == '1') return true;
+    }
+  } catch (...) {  // out of memory building a path: no answer is "not reported"
   }
   return false;
 }
 
-// Whether to advise huge pages, worked out once a process: the environment's
+// Whether huge pages are advised, and why not where they are not ("" where
+// they are by default). Worked out once a process: the environment's
 // ROOTSPAN_HUGE_PAGES first ("advise" or "no"), else no advice where free
 // pages are reported to a hypervisor, else advice.
-inline bool huge_page_advice_pays() {
-  static const bool pays = [] {
+struct HugePageAdvice {
+  bool advise;
+  const char *why;
+};
+inline const HugePageAdvice &huge_page_advice() noexcept {
+  static const HugePageAdvice advice = []() -> HugePageAdvice {
     if (const char *forced = std::getenv("ROOTSPAN_HUGE_PAGES")) {
-      if (std::strcmp(forced, "advise") == 0) return true;
-      if (std::strcmp(forced, "no") == 0) return false;
+      if (std::strcmp(forced, "advise") == 0) return {true, "ROOTSPAN_HUGE_PAGES=advise"};
+      if (std::strcmp(forced, "no") == 0) return {false, "ROOTSPAN_HUGE_PAGES=no"};
     }
-    return !free_pages_reported_to_hypervisor();
+    if (free_pages_reported_to_hypervisor()) {
+      return {false,
+              "free memory is reported to the hypervisor, and fresh huge pages fill slower there than 4 KiB pages"};
+    }
+    return {true, ""};
   }();
-  return pays;
+  return advice;
 }
+
+inline bool huge_page_advice_pays() noexcept { return huge_page_advice().advise; }
 
 // Advises MADV_HUGEPAGE over fresh memory where it pays (above). Advice only:
 // small pages still work where it fails or is not given.
-inline void advise_huge_pages(void *data, std::size_t length) {
+inline void advise_huge_pages(void *data, std::size_t length) noexcept {
   if (huge_page_advice_pays()) (void)::madvise(data, length, MADV_HUGEPAGE);
 }
 

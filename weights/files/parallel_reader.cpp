@@ -381,7 +381,7 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
     return make_error(ROOTSPAN_ERR_INVALID_ARGUMENT, options_.operation, "a read needs a file and a destination");
   }
   FileState &state = state_of(*range.file);
-  const bool buffered = state.direct_fd < 0 || state.refused || range.length <= options_.read_here_bytes;
+  const bool buffered = state.direct_fd < 0 || state.refused || range.length <= options_.buffered_range_bytes;
   if (buffered && options_.gather_adjacent && range.length <= options_.request_bytes) return gather(range);
   BOOST_OUTCOME_TRY(start_gathered());  // what was gathered before this range starts first
   // Requests of the range, in file order: [offset, offset + length) for
@@ -504,14 +504,7 @@ Result<void> ParallelReader::start(Request request) {
   bytes_in_flight_ += slot.read_length;
   stats_.peak_requests_in_flight = std::max(stats_.peak_requests_in_flight, in_flight_);
   stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, bytes_in_flight_);
-  if (!slot.direct && slot.read_length <= options_.read_here_bytes) {
-    // A small read is made here, on the submitting thread: handing it to the
-    // engine costs more than the read (a worker's wake-up and the wait for its
-    // answer were 45% of a read load of 10,000 small tensors).
-    complete(slot, slot.read_some());
-  } else if (int error = 0; !engine_->start(slot, error)) {
-    complete(slot, -error);
-  }
+  if (int error = 0; !engine_->start(slot, error)) complete(slot, -error);
   if (error_) return *error_;
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
