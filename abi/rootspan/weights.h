@@ -44,7 +44,8 @@ enum {
   ROOTSPAN_LOAD_MMAP = 0,   /* map the files; single aligned segments become zero-copy roots */
   ROOTSPAN_LOAD_READ = 1,   /* never map: read everything (network file systems, untrusted files) */
   ROOTSPAN_LOAD_DIRECT = 2, /* never map: read with O_DIRECT where the file system allows it (0.5.0) */
-  ROOTSPAN_LOAD_AUTO = 3    /* choose from the file system and the memory available (0.5.0) */
+  ROOTSPAN_LOAD_AUTO = 3    /* choose from the file system, the memory available and, on a local disk, how much of
+                               the files the page cache holds: mmap, populated when they are cold (0.5.0) */
 };
 
 /* Where a load stands; passed to the progress callback. */

@@ -3,8 +3,10 @@
 // staging ring; `auto` says what it chose and why; the buffered fallback is
 // taken and reported on tmpfs; a file truncated while its reads are in flight
 // and a cancel from the progress callback fail cleanly with no root left;
-// populate reads the zero-copy roots in; on an overlay (mounted when the
+// populate reads the zero-copy roots in, and auto populates a checkpoint
+// evicted from the page cache; on an overlay (mounted when the
 // test may), auto reads and direct falls back.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -265,6 +267,30 @@ TEST_F(ReadStrategyTest, PopulateReadsTheZeroCopyRootsIn) {
   // Whole pages covering both tensors.
   EXPECT_GE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)));
   EXPECT_LE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 18) + (1 << 16)) + 4 * 4096);
+}
+
+TEST_F(ReadStrategyTest, AutoPopulatesACheckpointEvictedFromThePageCacheAndThenMapsItWarm) {
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {1 << 20}}, {"b", "F32", {1 << 18}}}, 75);
+  const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::fsync(fd), 0);  // clean pages, which an eviction drops
+  EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_AUTO)), ROOTSPAN_OK) << message();
+  nlohmann::json r = report();
+  const std::string reason = r["reason"];
+  if (reason.find("a local file system") == std::string::npos) GTEST_SKIP() << "not on a local disk: " << reason;
+  expect_bytes_of(file);
+  EXPECT_EQ(r["strategy"], "mmap") << reason;
+  EXPECT_NE(reason.find("mapped (zero-copy), and populated: "), std::string::npos) << reason;
+  EXPECT_GE(r["warmed_bytes"].get<std::uint64_t>(), 4u * ((1 << 20) + (1 << 18)));
+  // Read in by that load, the file is warm: the next load maps it and reads nothing ahead.
+  ASSERT_EQ(load(file.path, options(ROOTSPAN_LOAD_AUTO)), ROOTSPAN_OK) << message();
+  r = report();
+  EXPECT_EQ(r["strategy"], "mmap");
+  EXPECT_EQ(r["warmed_bytes"], 0u) << r.dump();
+  EXPECT_EQ(r["reason"].get<std::string>().find("populated"), std::string::npos) << r.dump();
 }
 
 TEST_F(ReadStrategyTest, PopulateOfASparseFileLargerThanMemoryIsRefusedBeforeReading) {

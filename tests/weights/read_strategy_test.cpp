@@ -27,6 +27,47 @@ TEST(AutoStrategy, HostMemoryMapsLocalAndInMemoryFiles) {
   }
 }
 
+StrategyChoice choose_resident(FileSystemKind kind, const char *name, std::optional<double> resident,
+                               std::uint64_t total = kGiB, std::optional<std::uint64_t> available = 16 * kGiB,
+                               bool host = true) {
+  return choose_strategy(Strategy::kAuto,
+                         StrategyInputs{"model.safetensors", {kind, name}, host, total, available, resident});
+}
+
+TEST(AutoStrategy, AColdCheckpointOnALocalDiskIsMappedAndPopulated) {
+  const StrategyChoice cold = choose_resident(FileSystemKind::kLocal, "ext4", 0.12);
+  EXPECT_EQ(cold.strategy, Strategy::kMmap);
+  EXPECT_TRUE(cold.populate);
+  EXPECT_NE(cold.reason.find("mapped (zero-copy), and populated: 12% of the pages sampled were in the page cache"),
+            std::string::npos)
+      << cold.reason;
+  EXPECT_TRUE(choose_resident(FileSystemKind::kLocal, "ext4", 0.49).populate);
+  // Mostly in the page cache already, or not sampled: mapped, pages fault in as they are touched.
+  for (std::optional<double> resident :
+       {std::optional<double>(0.5), std::optional<double>(1.0), std::optional<double>()}) {
+    const StrategyChoice c = choose_resident(FileSystemKind::kLocal, "ext4", resident);
+    EXPECT_EQ(c.strategy, Strategy::kMmap);
+    EXPECT_FALSE(c.populate) << c.reason;
+    EXPECT_EQ(c.reason.find("populated"), std::string::npos) << c.reason;
+  }
+  // Bigger than the memory available, or that memory unknown: populating could only evict what it read.
+  EXPECT_FALSE(choose_resident(FileSystemKind::kLocal, "ext4", 0.0, 20 * kGiB, 16 * kGiB).populate);
+  EXPECT_FALSE(choose_resident(FileSystemKind::kLocal, "ext4", 0.0, kGiB, std::nullopt).populate);
+  EXPECT_TRUE(choose_resident(FileSystemKind::kLocal, "ext4", 0.0, 16 * kGiB, 16 * kGiB).populate);
+  // Only on a local block device: tmpfs holds its files in memory, unknown kinds are left alone, a network
+  // file system reads, a device upload copies.
+  EXPECT_FALSE(choose_resident(FileSystemKind::kMemory, "tmpfs", 0.0).populate);
+  EXPECT_FALSE(choose_resident(FileSystemKind::kUnknown, "type 0x1234", 0.0).populate);
+  EXPECT_EQ(choose_resident(FileSystemKind::kNetwork, "nfs", 0.0).strategy, Strategy::kRead);
+  const StrategyChoice upload = choose_resident(FileSystemKind::kLocal, "ext4", 0.0, kGiB, 16 * kGiB, false);
+  EXPECT_EQ(upload.strategy, Strategy::kRead);
+  EXPECT_FALSE(upload.populate);
+  // An explicit strategy never populates on its own.
+  EXPECT_FALSE(choose_strategy(Strategy::kMmap,
+                               StrategyInputs{"m", {FileSystemKind::kLocal, "ext4"}, true, kGiB, 16 * kGiB, 0.0})
+                   .populate);
+}
+
 TEST(AutoStrategy, HostMemoryReadsFromNetworkFuseAndOverlayFileSystems) {
   for (auto [kind, name, words] : {std::tuple{FileSystemKind::kNetwork, "nfs", "a network file system"},
                                    std::tuple{FileSystemKind::kNetwork, "lustre", "a network file system"},

@@ -239,10 +239,11 @@ class LoadRun {
   }
 
   // populate: reads in the zero-copy roots made (warm_mapping.hpp), weighed
-  // against the memory available, the progress callback able to stop it.
-  Result<void> warm(LoadResult &result) {
+  // against the memory available when `weigh` (auto weighed the checkpoint
+  // already when it chose to populate), the progress callback able to stop it.
+  Result<void> warm(LoadResult &result, bool weigh) {
     WarmLimits limits;
-    limits.available = available_memory();
+    if (weigh) limits.available = available_memory();
     limits.poll = [this] { return poll(); };
     ROOTSPAN_ASSIGN_OR_RETURN(result.warmed_bytes, warm_mapped_ranges(zero_copy_ranges_, limits, kOperation));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
@@ -645,6 +646,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   result.strategy_reason = choice.reason;
   LoadOptions chosen = options;
   chosen.strategy = choice.strategy;
+  chosen.populate = options.populate || choice.populate;  // auto populates a cold checkpoint that fits
   // A verified load hands out the bytes it hashed, so never memory that
   // still follows a file someone can change (docs/verified-loads.md).
   if (!options.digests.empty() && host && chosen.strategy == Strategy::kMmap) {
@@ -694,7 +696,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   for (std::size_t i = 0; i < count; ++i) files.locate(result.components[i], schema.payloads[i]);
   BOOST_OUTCOME_TRY(run.settle_placement());
   if (chosen.populate && chosen.strategy == Strategy::kMmap) {
-    BOOST_OUTCOME_TRY(run.warm(result));
+    BOOST_OUTCOME_TRY(run.warm(result, options.populate));
   }
   if (!options.digests.empty()) {
     // Hashed where the bytes landed, so what matched is what the caller

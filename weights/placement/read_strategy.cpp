@@ -2,6 +2,7 @@
 
 #include "core/text/quoting.hpp"
 #include "weights/files/file_system.hpp"
+#include "weights/files/page_cache.hpp"
 
 namespace rootspan::weights {
 
@@ -28,6 +29,25 @@ const char *kind_text(FileSystemKind kind) {
   }
   return "a file system of unknown kind";
 }
+
+// The share of the checkpoint's pages in the page cache, each file weighed
+// by its size; nullopt when no file could be sampled.
+std::optional<double> resident_share(const Checkpoint &checkpoint) {
+  double resident = 0;
+  double sampled = 0;
+  for (const Shard &shard : checkpoint.shards()) {
+    if (!shard.input) continue;
+    const auto size = static_cast<double>(shard.input->size());
+    if (const auto share = page_cache_resident_share(shard.input->fd(), shard.input->size())) {
+      resident += *share * size;
+      sampled += size;
+    }
+  }
+  if (sampled == 0) return std::nullopt;
+  return resident / sampled;
+}
+
+std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
 
 }  // namespace
 
@@ -57,6 +77,7 @@ StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint,
         inputs.fs = here;
       }
     }
+    if (host && inputs.fs.kind == FileSystemKind::kLocal) inputs.resident = resident_share(checkpoint);
   }
   return choose_strategy(requested, inputs);
 }
@@ -83,6 +104,14 @@ StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &in) {
     }
     return {Strategy::kRead,
             "auto: " + where + ": read with many reads in flight, not mapped (a page fault there is a round trip)"};
+  }
+  if (fs.kind == FileSystemKind::kLocal && in.resident && *in.resident < 0.5 && in.available &&
+      in.total_bytes <= *in.available) {
+    return {Strategy::kMmap,
+            "auto: " + where + ": mapped (zero-copy), and populated: " + percent(*in.resident) +
+                " of the pages sampled were in the page cache, so they are read in before the load returns, many "
+                "reads in flight",
+            true};
   }
   return {Strategy::kMmap, "auto: " + where + ": mapped (zero-copy)"};
 }

@@ -4,6 +4,11 @@
 //
 //   host memory, local block device (ext4, XFS, ...) or tmpfs -> mmap
 //       (zero-copy: pages fault in from the page cache or a fast device)
+//     ... on a local block device, when fewer than half of the files' pages
+//       sampled are in the page cache, and the checkpoint fits in the memory
+//       available -> mmap, populated (its pages read in before the load
+//       returns, many reads in flight: a cold file faulted in one readahead
+//       window at a time reads at a fraction of the device's speed)
 //   host memory, NFS, Lustre, GPFS, BeeGFS, SMB, FUSE or overlay -> read
 //       (a page fault there is a round trip; many reads in flight are not)
 //     ... unless the checkpoint does not fit in the memory available -> mmap
@@ -32,6 +37,7 @@ const char *strategy_name(Strategy strategy);  // "mmap", "read", "direct", "aut
 struct StrategyChoice {
   Strategy strategy = Strategy::kMmap;  // never kAuto
   std::string reason;                   // one sentence, for the load report
+  bool populate = false;                // mmap: read the mapped pages in before the load returns
 };
 
 // What `auto` decides by.
@@ -41,13 +47,17 @@ struct StrategyInputs {
   bool host = true;                        // the provider's memory is host memory (zero-copy is possible)
   std::uint64_t total_bytes = 0;           // what the load places
   std::optional<std::uint64_t> available;  // available_memory()
+  // The share of the checkpoint's pages in the page cache (a sample,
+  // page_cache.hpp); nullopt: not asked.
+  std::optional<double> resident;
 };
 
 // The rule table above.
 StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &inputs);
 
 // The same, with the deciding file taken from the checkpoint: the first one
-// on a network, FUSE or overlay file system, else the first file.
+// on a network, FUSE or overlay file system, else the first file. The page
+// cache is sampled only for `auto` into host memory on a local block device.
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
                                std::optional<std::uint64_t> available);
 

@@ -272,8 +272,9 @@ class Context:
 
         schema: a component schema file (None: one component per tensor);
         provider: a provider name or "auto"; strategy: "auto" (chosen from
-        the file system: mapped on local disks and tmpfs, read on network,
-        FUSE and overlay file systems; weights.read_report says which and
+        the file system: mapped on local disks and tmpfs (on a local disk,
+        populated when the page cache holds less than half of the files),
+        read on network, FUSE and overlay file systems; weights.read_report says which and
         why), "mmap", "read" (many reads in flight, nothing mapped) or
         "direct" (reads past the page cache with O_DIRECT where the file
         system allows it); populate: with "mmap", read the mapped bytes in

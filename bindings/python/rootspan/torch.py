@@ -37,8 +37,8 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
 
     path: any location rootspan reads (a .safetensors or .gguf file, a folder, an index file, a Hugging Face
     cache repository folder at refs/main or at revision, a split GGUF set). tensors: shell-style patterns;
-    only the tensors one matches. strategy: "auto" (None: chosen from the file system), "mmap", "read" or
-    "direct". Each tensor's memory goes back as soon as the consumer drops it (a tensor moved to a device
+    only the tensors one matches. strategy: "auto" (None: chosen from the file system and the page cache),
+    "mmap", "read" or "direct". Each tensor's memory goes back as soon as the consumer drops it (a tensor moved to a device
     drops its host copy at once); what was never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
     blocks as uint8 of shape grid + (bytes_per_block,). verify: hash every file while it is read and raise
     DigestMismatchError before the first tensor unless each is the published one (a Hugging Face cache

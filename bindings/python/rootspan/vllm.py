@@ -10,7 +10,8 @@ vLLM's `model_loader_extra_config` (`--model-loader-extra-config '{"strategy": "
                Hugging Face cache names its blobs by their SHA-256)
     digests    a digest manifest (`rootspan hash`) to check the files against; implies verify
     tensors    shell-style patterns (a list of strings): only the tensors one matches are read
-    populate   true: with mmap, read the mapped bytes in before handing them out
+    populate   true: with mmap, read the mapped bytes in before handing them out (auto does so by itself for
+               cold files on a local disk)
     allow_missing  shell-style patterns of model parameters the checkpoint may leave unfilled (every
                parameter of an unquantized model must be filled otherwise; a quantized model gets vLLM's check)
     signature  an OpenSSF model signature (a Sigstore bundle, `rootspan sign` or `model_signing sign`) over the
