@@ -145,9 +145,37 @@ def to_torch(component, name, shape, error=TypeError):
         flat = torch.from_numpy(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False))
     else:
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component))
+    return _typed(flat, dtype, storage_shape)
+
+
+def _typed(flat, dtype, storage_shape):
+    """A flat uint8 tensor viewed as the element type and shape."""
+    import torch
     if dtype is not torch.uint8:
         flat = flat.view(dtype)
     return flat.view(storage_shape)
+
+
+_view_dtypes = {}  # typestr -> numpy dtype, made once (every tensor asks)
+
+
+def tensor_of_view(view, component, error=TypeError):
+    """tensor_of for a component whose bytes are `view`, a writable uint8 numpy array (from
+    weights.map_file_views, which holds the component's memory for as long as the view lives)."""
+    import torch
+    name, shape = component.dtype, component.shape
+    if component.encoding == "block_quantized":
+        shape = shape + (component.bytes_per_block,)
+    dtype = torch_dtype(name, error)
+    how = _numpy_view(name) if name != "F4" else None
+    if how is not None:  # the tensor's own type and shape in numpy first: the fewest torch steps
+        typestr, view_as = how
+        numpy_dtype = _view_dtypes.get(typestr)
+        if numpy_dtype is None:
+            numpy_dtype = _view_dtypes[typestr] = _memory.numpy.dtype(typestr)
+        tensor = torch.from_numpy(view.view(numpy_dtype).reshape(shape))
+        return tensor.view(dtype) if view_as else tensor
+    return _typed(torch.from_numpy(view), dtype, torch_storage_shape(name, shape, error))
 
 
 def empty_tensor(entry, error=TypeError):

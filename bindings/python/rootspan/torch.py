@@ -22,7 +22,7 @@ import torch
 import torch.utils.dlpack
 
 from . import _contexts, _tensors
-from .weights import map_leases
+from .weights import map_file_views, map_leases
 # What a type this torch lacks raises, as it always has here: the drop-in's public error class.
 from .safetensors import SafetensorError as _TypeRefused
 
@@ -38,9 +38,11 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
     path: any location rootspan reads (a .safetensors or .gguf file, a folder, an index file, a Hugging Face
     cache repository folder at refs/main or at revision, a split GGUF set). tensors: shell-style patterns;
     only the tensors one matches. strategy: "auto" (None: chosen from the file system and the page cache),
-    "mmap", "read" or "direct". Each tensor's memory goes back as soon as the consumer drops it (a tensor moved to a device
-    drops its host copy at once); what was never asked for goes when the iterator ends or is dropped. A GGUF tensor of a quantized type is its raw
-    blocks as uint8 of shape grid + (bytes_per_block,). verify: hash every file while it is read and raise
+    "mmap", "read" or "direct". A tensor with memory of its own goes back as soon as the consumer drops it
+    (a tensor moved to a device drops its host copy at once); zero-copy CPU tensors are views of one mapping
+    per file, which goes when the last tensor of that file goes; what was never asked for goes when the
+    iterator ends or is dropped. A GGUF tensor of a quantized type is its raw blocks as uint8 of shape
+    grid + (bytes_per_block,). verify: hash every file while it is read and raise
     DigestMismatchError before the first tensor unless each is the published one (a Hugging Face cache
     names its blobs by their SHA-256); digests: a digest manifest to check against instead. signature,
     public_key, certificate_chain, ignore_unsigned_files: a model signature to check, as Context.load's: a bad
@@ -60,11 +62,19 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
             # is shard by shard (the shards in name order, as the core orders an index's files), by offset. No
             # describing the checkpoint a second time (inspect: about 25 µs a tensor, issue 33).
             ordered = sorted(components, key=lambda c: (c.source_file, c.source_offset))
-            leases = map_leases(ordered)  # every tensor's memory mapped in one call
+            # On the CPU, the zero-copy tensors are views of one mapping per file (map_file_views); the others,
+            # and all of them for a device, each hold a lease of their own: every lease mapped in one call.
+            views = map_file_views(ordered) if target.type == "cpu" else {}
+            own = [at for at in range(len(ordered)) if at not in views]
+            leases = dict(zip(own, map_leases([ordered[at] for at in own])))
             for at, component in enumerate(ordered):
-                tensor = _tensors.to_device(tensor_of(component), target, component)
-                leases[at] = None  # the tensor holds its lease now
-                component._hand_over()  # back as soon as the consumer drops the tensor
+                view = views.pop(at, None)
+                if view is not None:  # its file's memory goes back when the file's last tensor goes
+                    tensor = _tensors.tensor_of_view(view, component, _TypeRefused)
+                else:
+                    tensor = _tensors.to_device(tensor_of(component), target, component)
+                    leases.pop(at, None)  # the tensor holds its lease now
+                    component._hand_over()  # back as soon as the consumer drops the tensor
                 yield component.source_name, tensor
             return
         for entry, tensor in _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target):

@@ -210,6 +210,93 @@ def _map_run(wstate, components, run, leases):
         leases[at] = lease
 
 
+def map_file_views(components):
+    """The memory of many zero-copy components, mapped in one C call and handed out as views of one flat
+    array per file (issue 33): {position in components: writable uint8 numpy array of that component's
+    bytes}. Taken are the writable (copy-on-write) zero-copy components, which lie in the one mapping the
+    load made of their file; each file's claims and mappings are held by one lease (_FileLease), which every
+    view of that file keeps alive, so a file's memory goes back when the last tensor of that file goes, not
+    tensor by tensor. For loaders that hand over a whole checkpoint at once, where a tensor costs a third of
+    what a lease of its own does. The others (copied, read-only, already exported, or the call failed) are
+    not in the answer: make their leases with map_leases. {} without numpy."""
+    if _memory.numpy is None:
+        return {}
+    with _memory.gc_paused():
+        return _map_file_views(components)
+
+
+def _map_file_views(components):
+    views = {}
+    wanted = [(c.index, at) for at, c in enumerate(components)
+              if c.zero_copy and not c.read_only and c._lease is None]
+    if not wanted:
+        return views
+    wstate = components[wanted[0][1]]._wstate
+    if any(components[at]._wstate is not wstate for _, at in wanted):
+        return views  # components of several loads: each maps its own
+    state = wstate.context_state
+    with state.lock:
+        if wstate.handle is None or state.handle is None or any(wstate.released[i] for i, _ in wanted):
+            return views
+        wanted.sort()
+        first, count = wanted[0][0], wanted[-1][0] - wanted[0][0] + 1
+        if count != len(wanted):
+            return views  # not one run of indices: the leases of map_leases
+        mappings = (_abi.ComponentMapping * count).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * count)
+        if state.lib.rootspan_weights_map_components(wstate.handle, first, count, mappings, None) != _abi.OK:
+            return views  # nothing was mapped: each component makes its own lease, and says what is wrong
+        by_file = {}  # source file -> [(index, position, claim, mapping, address, nbytes)]
+        for (index, at), (_, claim, mapping, data, nbytes, _) in zip(
+                wanted, struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)):
+            by_file.setdefault(components[at].source_file, []).append((index, at, claim, mapping, data or 0, nbytes))
+        for held in by_file.values():
+            lease = _FileLease(wstate, held)
+            flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False)
+            for index, at, _, _, data, nbytes in held:
+                start = data - lease.address
+                views[at] = flat[start:start + nbytes]
+    return views
+
+
+class _FileLease:
+    """The claims and mappings of the zero-copy components of one file (map_file_views), held together and
+    released together when the last view of them goes. address and nbytes span their mappings: all lie in
+    the one mapping the load made of the file, so the span is mapped memory, read only through the views
+    of the components themselves."""
+
+    def __init__(self, wstate, held):  # held: [(index, position, claim, mapping, address, nbytes)]
+        self.state = wstate.context_state
+        self._wstate = wstate
+        self._held = [(index, claim, mapping) for index, _, claim, mapping, _, _ in held]
+        self.address = min(data for *_, data, _ in held)
+        self.nbytes = max(data + nbytes for *_, data, nbytes in held) - self.address
+        for index, _, _ in self._held:
+            wstate.exported[index] = True
+        self.state.leases += 1  # one lease, however many components (the caller holds the lock)
+
+    def release(self):
+        state = self.state
+        with state.lock:
+            held, self._held = self._held, []
+            if not held:
+                return
+            state.leases -= 1
+            if state.handle is not None:  # a destroyed context already released everything
+                lib = state.lib
+                for index, claim, mapping in held:
+                    lib.rootspan_unmap(mapping)
+                    lib.rootspan_claim_release(claim, None)
+                    self._wstate.exported[index] = False
+                for index, _, _ in held:
+                    state.after_release(self._wstate, index)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # nothing useful to do while being collected
+            pass
+
+
 class _ExportClaim:
     """The claim every export of a component is made under, owned by their lease (rootspan._memory._Lease):
     what a lease needs of a claim, and no more. A load hands out thousands of tensors, each under such a

@@ -10,6 +10,7 @@ bad files, and no mapping left behind over 1,000 handles.
 import gc
 import json
 import os
+import pathlib
 import struct
 import sys
 import tempfile
@@ -209,6 +210,95 @@ class TorchLoad(Folder):
         loaded = rootspan.torch.load(path, tensors=["b", "c"])
         self.assertEqual(list(loaded), [n for n in order if n in ("b", "c")])
         self.assertEqual(rootspan.torch.load(path)["a"].shape, (2, 0))
+
+
+    def test_load_hands_views_of_one_mapping_per_file_kept_until_its_last_tensor_goes(self):
+        import hashlib
+        import rootspan.torch
+        folder = self.path("sharded")
+        os.mkdir(folder)
+        shards = {"model-00001-of-00002.safetensors": {"w": torch.arange(12, dtype=torch.float32).reshape(3, 4),
+                                                       "h": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
+                                                       "m": torch.tensor([True, False, True]),
+                                                       "s": torch.tensor(7, dtype=torch.int64)},
+                  "model-00002-of-00002.safetensors": {"q": torch.tensor([[1, -2], [3, -4]], dtype=torch.int8),
+                                                       "f": torch.tensor([0.25, 8.0], dtype=torch.float16)}}
+        if hasattr(torch, "float8_e4m3fn"):
+            shards["model-00002-of-00002.safetensors"]["e"] = torch.tensor([0.5, -1.0]).to(torch.float8_e4m3fn)
+        weight_map = {}
+        for file, tensors in shards.items():
+            st_torch.save_file(tensors, os.path.join(folder, file))
+            weight_map.update({name: file for name in tensors})
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": weight_map}, f)
+        files = {file: os.path.join(folder, file) for file in shards}
+
+        def digests():
+            return {file: hashlib.sha256(pathlib.Path(p).read_bytes()).hexdigest() for file, p in files.items()}
+        before = digests()
+
+        from rootspan import _contexts
+        in_use = _contexts.host().memory_in_use
+        state = rootspan.torch.load(folder, strategy="mmap")
+        self.assertEqual(sorted(state), sorted(weight_map))
+        self.assertEqual(_contexts.host().memory_in_use - in_use, len(files), "one lease per file, not per tensor")
+        for file, tensors in shards.items():
+            for name, tensor in tensors.items():
+                self.assertEqual(state[name].dtype, tensor.dtype, name)
+                self.assertEqual(tuple(state[name].shape), tuple(tensor.shape), name)
+                self.assertTrue(torch.equal(state[name].reshape(-1).view(torch.uint8),
+                                            tensor.reshape(-1).view(torch.uint8)), name)
+        state["w"][0, 0] = 100.0  # writable, copy-on-write: the file never changes
+        state["q"][1, 1] = 5
+        self.assertEqual(state["w"][0, 0].item(), 100.0)
+        self.assertEqual(digests(), before)
+        gc.collect()
+        self.assertTrue(all(mappings_of(p) > 0 for p in files.values()))
+        # One file's memory goes when the last of its tensors goes, whatever the other file's tensors do.
+        second = [name for name in shards["model-00002-of-00002.safetensors"]]
+        kept = state.pop(second[0])
+        for name in second[1:]:
+            del state[name]
+        gc.collect()
+        self.assertGreater(mappings_of(files["model-00002-of-00002.safetensors"]), 0, "one tensor of it is kept")
+        del kept
+        gc.collect()
+        self.assertEqual(mappings_of(files["model-00002-of-00002.safetensors"]), 0, "its last tensor went")
+        self.assertGreater(mappings_of(files["model-00001-of-00002.safetensors"]), 0)
+        state.clear()
+        gc.collect()
+        self.assertEqual(mappings_of(files["model-00001-of-00002.safetensors"]), 0, "every tensor dropped")
+        # Copies (read) and read-only loads each hold their own memory, as before.
+        copied = rootspan.torch.load(folder, strategy="read")
+        self.assertTrue(torch.equal(copied["w"], shards["model-00001-of-00002.safetensors"]["w"]))
+        self.assertTrue(torch.equal(rootspan.torch.load(folder, read_only=True)["s"], torch.tensor(7)))
+
+
+    def test_drop_in_load_file_hands_views_of_one_mapping_and_a_kept_handle_still_slices(self):
+        from rootspan import _contexts
+        path = self.path("views.safetensors")
+        tensors = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.tensor([1.5], dtype=torch.bfloat16),
+                   "e": torch.zeros(0, 4)}
+        st_torch.save_file(tensors, path)
+        before = pathlib.Path(path).read_bytes()
+        in_use = _contexts.host().memory_in_use
+        loaded = st_torch.load_file(path)
+        self.assertEqual(_contexts.host().memory_in_use - in_use, 1, "one lease for the file, not one a tensor")
+        self.assertEqual(list(loaded), list(read_safetensors(path)))
+        for name, tensor in tensors.items():
+            self.assertTrue(torch.equal(loaded[name], tensor), name)
+        loaded["w"][1, 2] = -1.0  # writable, copy-on-write
+        self.assertEqual(loaded["w"][1, 2].item(), -1.0)
+        self.assertEqual(pathlib.Path(path).read_bytes(), before)
+        del loaded
+        gc.collect()
+        self.assertEqual(mappings_of(path), 0)
+        # A handle the caller keeps gives each tensor a lease of its own, so its slices still copy through one.
+        with safe_open(path, framework="pt") as f:
+            every = f.get_tensors()
+            self.assertTrue(torch.equal(f.get_slice("w")[1:], tensors["w"][1:]))
+            self.assertTrue(torch.equal(f.get_tensor("w"), every["w"]))
+            self.assertEqual(f.get_tensor("w").data_ptr(), every["w"].data_ptr(), "one memory per tensor")
 
 
 class WritableAndKept(Folder):

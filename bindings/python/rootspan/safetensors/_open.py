@@ -17,7 +17,7 @@ import threading
 
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
-from rootspan.weights import map_leases
+from rootspan.weights import map_file_views, map_leases
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
@@ -115,6 +115,7 @@ class safe_open:
         # file is loaded (rootspan.weights.map_leases: one library call, not four a tensor); a tensor's first
         # export takes it over, and close() drops those never asked for
         self._leases = {}
+        self._views = {}  # tensor name -> its bytes as a view of the file's one mapping (_load_file only)
         self._closed = False
         self._lock = threading.Lock()
         self._read_header()
@@ -155,6 +156,9 @@ class safe_open:
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
+            view = self._views.get(name)
+            if view is not None:  # _load_file's: a view of the file's one mapping
+                return _tensors.tensor_of_view(view, component, SafetensorError)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             if numpy:
@@ -169,6 +173,19 @@ class safe_open:
         with _memory.gc_paused():  # a tensor per name, thousands at once: see _memory.gc_paused
             with self._lock:
                 self._open()
+                self._load_all()
+            return {name: self.get_tensor(name) for name in self._tensors}
+
+    def _load_file(self):
+        """get_tensors for load_file, whose handle no one else sees: on the CPU with torch, the zero-copy
+        tensors are views of one mapping of the file (rootspan.weights.map_file_views), which goes when the
+        last of them goes. Not for a handle a caller keeps: a component held that way has no lease of its
+        own for get_slice to copy through."""
+        with _memory.gc_paused():
+            with self._lock:
+                self._open()
+                if not self._by_name and self._framework == "pytorch" and self._device == "cpu":
+                    self._load(views=True)
                 self._load_all()
             return {name: self.get_tensor(name) for name in self._tensors}
 
@@ -204,6 +221,7 @@ class safe_open:
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
             self._leases = {}  # the leases no tensor took: their roots can go back
+            self._views = {}
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -226,7 +244,7 @@ class safe_open:
             self._load()
         self._whole = True
 
-    def _load(self, name=None):
+    def _load(self, name=None, views=False):
         """Loads one tensor (None: every one) through the core and keeps what was not loaded before: a tensor
         loaded twice keeps its first component, so that all of one tensor's arrays share memory. False when a
         load of one tensor did not bring it (its name, as a pattern, named another component): load them all."""
@@ -257,7 +275,10 @@ class safe_open:
             else:
                 self._by_name[c.source_name] = c
                 kept.append(c)
-        if name is None:  # the whole file: every tensor's lease in one call
+        if name is None:  # the whole file: every tensor's memory mapped in one call
+            if views:
+                self._views = {kept[at].source_name: view for at, view in map_file_views(kept).items()}
+                kept = [c for c in kept if c.source_name not in self._views]
             self._leases.update((c.source_name, lease) for c, lease in zip(kept, map_leases(kept)) if lease)
         return True
 

@@ -261,4 +261,4 @@ def load_file(filename: Union[str, os.PathLike], device: Union[str, int] = "cpu"
               mmap: bool = True) -> Dict[str, torch.Tensor]:
     """Every tensor of a safetensors file, by name, in file order, on device."""
     with safe_open(filename, framework="pt", device=device, backend=backend, mmap=mmap) as f:
-        return f.get_tensors()
+        return f._load_file()
