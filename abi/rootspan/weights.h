@@ -146,7 +146,8 @@ typedef struct rootspan_load_options {
    * bytes in before the load returns, many reads in flight, for a caller
    * that will touch every byte (a first pass, a checksum): a cold mapping
    * otherwise faults in one readahead window at a time. 0: pages fault in
-   * when first touched. */
+   * when first touched, except that AUTO populates by itself files it finds
+   * mostly cold on a local disk (docs/cold-start.md). */
   int32_t populate;
   /* Fields below were added in 0.6.0. */
   /* Non-zero hashes (SHA-256) each loaded component's source bytes, exactly

@@ -4,8 +4,8 @@
 Writes two checkpoints under a work folder: one 1 GiB single-tensor file and
 one file of 205 tensors (1 GiB in all, sizes from 64 KiB to 55 MiB, as a
 transformer's layers are). Then, interleaved and repeated, with the page
-cache dropped before every run (root only: otherwise it says so and exits),
-it times:
+cache dropped before every run (root only: otherwise it says so and exits)
+and --settle seconds of waiting after it, it times:
   - fio (Debian's) reading the file: direct io_uring, 4 MiB blocks, 16 in
     flight; and buffered pread, 1 MiB blocks, one at a time;
   - the fresh-memory baselines: the same two ways of reading, into memory
@@ -22,7 +22,7 @@ spread of each, its ratio to the best fio median of the run, and for the
 copying strategies its ratio to max(best fio, fresh-memory baseline of the
 same kind of read); the goal is at most 1.10.
 
-usage: cold_load_bench.py ROOTSPAN_EXE [WORK_DIR] [--repeat N] [--before EARLIER_EXE]
+usage: cold_load_bench.py ROOTSPAN_EXE [WORK_DIR] [--repeat N] [--before EARLIER_EXE] [--settle S]
 """
 import concurrent.futures
 import json
@@ -116,8 +116,14 @@ def rootspan(exe, path, strategy, extra=(), engine=None):
 
 
 def main():
-    args = parse_args(__doc__, "rootspan-cold-bench", lambda p: p.add_argument(
-        "--before", metavar="EXE", help="an earlier rootspan program: its `load --strategy read` runs beside"))
+    def options(parser):
+        parser.add_argument("--before", metavar="EXE",
+                            help="an earlier rootspan program: its `load --strategy read` runs beside")
+        parser.add_argument("--settle", type=float, default=6, metavar="S",
+                            help="seconds to wait after each drop of the page cache (default 6): on a virtual "
+                                 "machine that reports free pages to its host, memory freed a moment ago fills "
+                                 "faster than memory a program meets after a real restart")
+    args = parse_args(__doc__, "rootspan-cold-bench", options)
     exe, work, repeat = args.exe, args.work, args.repeat
     if not can_drop_caches():
         print("cold mode skipped: dropping the page cache (/proc/sys/vm/drop_caches) needs root")
@@ -151,7 +157,8 @@ def main():
     cases["rootspan direct, io_uring"] = ("direct", load("direct", engine="io_uring"))
     cases["rootspan auto"] = ("auto", load("auto"))
 
-    print(f"cores: {os.cpu_count()}; repeat {repeat}; page cache dropped before every run; work folder {work}")
+    print(f"cores: {os.cpu_count()}; repeat {repeat}; page cache dropped before every run, then {args.settle:g} s "
+          f"of waiting; work folder {work}")
     if not have_fio:
         print("fio not found (apt-get install fio): ratios are against the fresh-memory baselines only")
     results = {}
@@ -159,6 +166,7 @@ def main():
         for label, path in files.items():
             for name, (_, run) in cases.items():
                 drop_caches()
+                time.sleep(args.settle)
                 results.setdefault((label, name), []).append(run(path))
 
     for label, path in files.items():

@@ -56,26 +56,8 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
                                          certificate_chain=certificate_chain,
                                          ignore_unsigned_files=ignore_unsigned_files)
     try:
-        components = weights._components
-        if not weights._skipped and all(c.gguf_type is None and c.source_file is not None for c in components):
-            # Every tensor is a component (no empty tensor was left out) of a safetensors checkpoint: file order
-            # is shard by shard (the shards in name order, as the core orders an index's files), by offset. No
-            # describing the checkpoint a second time (inspect: about 25 µs a tensor, issue 33).
-            ordered = sorted(components, key=lambda c: (c.source_file, c.source_offset))
-            # On the CPU, the zero-copy tensors are views of one mapping per file (map_file_views); the others,
-            # and all of them for a device, each hold a lease of their own: every lease mapped in one call.
-            views = map_file_views(ordered) if target.type == "cpu" else {}
-            own = [at for at in range(len(ordered)) if at not in views]
-            leases = dict(zip(own, map_leases([ordered[at] for at in own])))
-            for at, component in enumerate(ordered):
-                view = views.pop(at, None)
-                if view is not None:  # its file's memory goes back when the file's last tensor goes
-                    tensor = _tensors.tensor_of_view(view, component, _TypeRefused)
-                else:
-                    tensor = _tensors.to_device(tensor_of(component), target, component)
-                    leases.pop(at, None)  # the tensor holds its lease now
-                    component._hand_over()  # back as soon as the consumer drops the tensor
-                yield component.source_name, tensor
+        if in_file_order_applies(weights):  # no describing the checkpoint a second time (inspect: ~25 µs a tensor)
+            yield from in_file_order(weights, target)
             return
         for entry, tensor in _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target):
             yield entry["name"], tensor
@@ -181,6 +163,35 @@ def load_dtensors(path, device_mesh, plan, schema=None, tensors=None, revision=N
 def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None, revision=None, strategy="read"):
     """load_dtensors(..., with_stats=True), by the name earlier releases gave it."""
     return load_dtensors(path, device_mesh, plan, schema, tensors, revision, strategy, with_stats=True)
+
+
+def in_file_order_applies(weights):
+    """Every tensor of the load is a component (no empty tensor was left out) of a safetensors checkpoint,
+    so in_file_order can hand them all over without describing the checkpoint again."""
+    return not weights._skipped and all(c.gguf_type is None and c.source_file is not None
+                                        for c in weights._components)
+
+
+def in_file_order(weights, target, error=_TypeRefused):
+    """(the checkpoint's name, tensor on target) for every component of weights (in_file_order_applies), in
+    file order: shard by shard (the shards in name order, as the core orders an index's files), by offset.
+    On the CPU the zero-copy tensors are views of one mapping per file (map_file_views); the others, and
+    all of them for a device, each hold a lease of their own, every lease mapped in one call, and go back
+    as soon as the consumer drops them. The caller closes weights. rootspan.safetensors' load_file uses it
+    too."""
+    ordered = sorted(weights._components, key=lambda c: (c.source_file, c.source_offset))
+    views = map_file_views(ordered) if target.type == "cpu" else {}
+    own = [at for at in range(len(ordered)) if at not in views]
+    leases = dict(zip(own, map_leases([ordered[at] for at in own])))
+    for at, component in enumerate(ordered):
+        view = views.pop(at, None)
+        if view is not None:  # its file's memory goes back when the file's last tensor goes
+            tensor = _tensors.tensor_of_view(view, component, error)
+        else:
+            tensor = _tensors.to_device(_tensors.tensor_of(component, error), target, component)
+            leases.pop(at, None)  # the tensor holds its lease now
+            component._hand_over()  # back as soon as the consumer drops the tensor
+        yield component.source_name, tensor
 
 
 def _selected_tensors(weights, entries, patterns, device):

@@ -293,6 +293,23 @@ class TorchLoad(Folder):
         del loaded
         gc.collect()
         self.assertEqual(mappings_of(path), 0)
+        # Without an empty tensor the load alone says everything: no header read, the same answer.
+        dense = self.path("dense.safetensors")
+        st_torch.save_file({"z": torch.ones(3, dtype=torch.float16), "a": torch.arange(5)}, dense)
+        in_use = _contexts.host().memory_in_use
+        loaded = st_torch.load_file(dense)
+        self.assertEqual(_contexts.host().memory_in_use - in_use, 1)
+        self.assertEqual(list(loaded), list(read_safetensors(dense)), "file order")
+        self.assertTrue(torch.equal(loaded["a"], torch.arange(5)))
+        del loaded
+        # A file that does not load is refused in the reference's words, as safe_open refuses it.
+        broken = self.path("broken.safetensors")
+        raw_file(broken, b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}', b"\0" * 8)
+        with self.assertRaises(SafetensorError) as opened:
+            safe_open(broken, framework="pt")
+        with self.assertRaises(SafetensorError) as loading:
+            st_torch.load_file(broken)
+        self.assertEqual(str(loading.exception), str(opened.exception))
         # A handle the caller keeps gives each tensor a lease of its own, so its slices still copy through one.
         with safe_open(path, framework="pt") as f:
             every = f.get_tensors()

@@ -86,7 +86,7 @@ class safe_open:
     read into memory when the first is asked for; also "read_file", and
     mmap=False)."""
 
-    def __init__(self, filename, framework, device="cpu", *, backend="mmap", mmap=True):
+    def __init__(self, filename, framework, device="cpu", *, backend="mmap", mmap=True, _header=True):
         if isinstance(filename, bytes) or not isinstance(filename, (str, os.PathLike)):
             raise TypeError(f"argument 'filename': '{type(filename).__name__}' object is not an instance of 'str'")
         fw = _FRAMEWORKS.get(_str_argument(framework, "framework"))
@@ -118,7 +118,9 @@ class safe_open:
         self._views = {}  # tensor name -> its bytes as a view of the file's one mapping (_load_file only)
         self._closed = False
         self._lock = threading.Lock()
-        self._read_header()
+        self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
+        if _header:
+            self._read_header()
 
     def _read_header(self):
         try:
@@ -180,7 +182,15 @@ class safe_open:
         """get_tensors for load_file, whose handle no one else sees: on the CPU with torch, the zero-copy
         tensors are views of one mapping of the file (rootspan.weights.map_file_views), which goes when the
         last of them goes. Not for a handle a caller keeps: a component held that way has no lease of its
-        own for get_slice to copy through."""
+        own for get_slice to copy through. A handle opened without its header (_header=False) loads first
+        and reads the header only where the load cannot say everything alone: an empty tensor (which the
+        core does not load), another device, or an error, which the header read then words as the
+        reference does."""
+        if self._tensors is None:
+            found = self._load_in_file_order()
+            if found is not None:
+                return found
+            self._read_header()
         with _memory.gc_paused():
             with self._lock:
                 self._open()
@@ -188,6 +198,25 @@ class safe_open:
                     self._load(views=True)
                 self._load_all()
             return {name: self.get_tensor(name) for name in self._tensors}
+
+    def _load_in_file_order(self):
+        """Every tensor, by name, in file order, from one load and no header read (rootspan.torch's
+        in_file_order); None where the header must be read first (_load_file)."""
+        if self._framework != "pytorch" or self._device != "cpu":
+            return None
+        import torch
+        from rootspan import torch as rootspan_torch
+        try:
+            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy)
+        except _core_errors.Error:
+            return None
+        try:
+            if not rootspan_torch.in_file_order_applies(weights):
+                return None
+            with _memory.gc_paused():
+                return dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
+        finally:
+            weights.close()
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""

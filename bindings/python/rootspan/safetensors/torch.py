@@ -260,5 +260,5 @@ def load(data: bytes) -> Dict[str, torch.Tensor]:
 def load_file(filename: Union[str, os.PathLike], device: Union[str, int] = "cpu", *, backend: str = "mmap",
               mmap: bool = True) -> Dict[str, torch.Tensor]:
     """Every tensor of a safetensors file, by name, in file order, on device."""
-    with safe_open(filename, framework="pt", device=device, backend=backend, mmap=mmap) as f:
+    with safe_open(filename, framework="pt", device=device, backend=backend, mmap=mmap, _header=False) as f:
         return f._load_file()
