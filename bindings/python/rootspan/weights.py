@@ -187,32 +187,39 @@ def _map_leases(components):
                 continue
             wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
                             (components[at]._lease is None or components[at]._lease() is None))
-            start = 0
-            for end in range(1, len(wanted) + 1):
-                if end == len(wanted) or wanted[end][0] != wanted[end - 1][0] + 1:
-                    _map_run(wstate, components, wanted[start:end], leases)
-                    start = end
+            for run in _runs(wanted):
+                for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)):
+                    lease = _memory._Lease(wstate.context_state, _ExportClaim(wstate, index, claim), mapping,
+                                           own_claim=True, address=data, nbytes=nbytes)
+                    components[at]._lease = weakref.ref(lease)
+                    leases[at] = lease
     return leases
 
 
-def _map_run(wstate, components, run, leases):
-    """Maps the components run[i] = (index, position in components), consecutive indices of one load, into
-    leases (holding the context's lock)."""
+def _runs(wanted):
+    """The runs of consecutive indices in wanted, a sorted [(index, position)]."""
+    start = 0
+    for end in range(1, len(wanted) + 1):
+        if end == len(wanted) or wanted[end][0] != wanted[end - 1][0] + 1:
+            yield wanted[start:end]
+            start = end
+
+
+def _map_components(wstate, run):
+    """Claims and maps the components of run, consecutive indices of one load, in one C call (holding the
+    context's lock): [(claim, mapping, address, nbytes)] in run's order. [] when the call failed: nothing
+    was claimed or mapped, and each component then makes its own lease, and says what is wrong."""
     state = wstate.context_state
     mappings = (_abi.ComponentMapping * len(run)).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * len(run))
     if state.lib.rootspan_weights_map_components(wstate.handle, run[0][0], len(run), mappings, None) != _abi.OK:
-        return  # nothing was mapped: each component makes its own lease, and says what is wrong
-    for (index, at), (_, claim, mapping, data, nbytes, _) in zip(
-            run, struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)):
-        lease = _memory._Lease(state, _ExportClaim(wstate, index, claim), mapping, own_claim=True,
-                               address=data, nbytes=nbytes)
-        components[at]._lease = weakref.ref(lease)
-        leases[at] = lease
+        return []
+    return [(claim, mapping, data or 0, nbytes)
+            for _, claim, mapping, data, nbytes, _ in struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)]
 
 
 def map_file_views(components):
-    """The memory of many zero-copy components, mapped in one C call and handed out as views of one flat
-    array per file (issue 33): {position in components: writable uint8 numpy array of that component's
+    """The memory of many zero-copy components, mapped in one C call for each run of consecutive indices and
+    handed out as views of one flat array per file (issue 33): {position in components: writable uint8 numpy array of that component's
     bytes}. Taken are the writable (copy-on-write) zero-copy components, which lie in the one mapping the
     load made of their file; each file's claims and mappings are held by one lease (_FileLease), which every
     view of that file keeps alive, so a file's memory goes back when the last tensor of that file goes, not
@@ -239,16 +246,10 @@ def _map_file_views(components):
         if wstate.handle is None or state.handle is None or any(wstate.released[i] for i, _ in wanted):
             return views
         wanted.sort()
-        first, count = wanted[0][0], wanted[-1][0] - wanted[0][0] + 1
-        if count != len(wanted):
-            return views  # not one run of indices: the leases of map_leases
-        mappings = (_abi.ComponentMapping * count).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * count)
-        if state.lib.rootspan_weights_map_components(wstate.handle, first, count, mappings, None) != _abi.OK:
-            return views  # nothing was mapped: each component makes its own lease, and says what is wrong
         by_file = {}  # source file -> [(index, position, claim, mapping, address, nbytes)]
-        for (index, at), (_, claim, mapping, data, nbytes, _) in zip(
-                wanted, struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)):
-            by_file.setdefault(components[at].source_file, []).append((index, at, claim, mapping, data or 0, nbytes))
+        for run in _runs(wanted):  # one C call for each run of consecutive indices
+            for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)):
+                by_file.setdefault(components[at].source_file, []).append((index, at, claim, mapping, data, nbytes))
         for held in by_file.values():
             lease = _FileLease(wstate, held)
             flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False)

@@ -302,6 +302,24 @@ class TorchLoad(Folder):
         self.assertEqual(list(loaded), list(read_safetensors(dense)), "file order")
         self.assertTrue(torch.equal(loaded["a"], torch.arange(5)))
         del loaded
+        # A tensor the load copies (an F32 at an odd offset) keeps its own lease; its neighbours are still
+        # views of the one mapping, in two runs of indices around it.
+        mixed = self.path("mixed.safetensors")
+        header = json.dumps({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                             "b": {"dtype": "F32", "shape": [2], "data_offsets": [1, 9]},
+                             "c": {"dtype": "U8", "shape": [7], "data_offsets": [9, 16]},
+                             "d": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]}}).encode()
+        header += b" " * (-(8 + len(header)) % 8)
+        data = bytes([7]) + struct.pack("<2f", 1.5, -2.0) + bytes(range(7)) + struct.pack("<4f", 1, 2, 3, 4)
+        raw_file(mixed, header, data)
+        in_use = _contexts.host().memory_in_use
+        loaded = st_torch.load_file(mixed)
+        self.assertEqual(_contexts.host().memory_in_use - in_use, 2, "the file's lease and b's own")
+        self.assertEqual(loaded["b"].tolist(), [1.5, -2.0])
+        self.assertEqual(loaded["c"].tolist(), list(range(7)))
+        self.assertEqual(loaded["d"].tolist(), [1.0, 2.0, 3.0, 4.0])
+        self.assertEqual(loaded["a"].tolist(), [7])
+        del loaded
         # A file that does not load is refused in the reference's words, as safe_open refuses it.
         broken = self.path("broken.safetensors")
         raw_file(broken, b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}', b"\0" * 8)
