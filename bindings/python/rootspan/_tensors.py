@@ -156,26 +156,38 @@ def _typed(flat, dtype, storage_shape):
     return flat.view(storage_shape)
 
 
-_view_dtypes = {}  # typestr -> numpy dtype, made once (every tensor asks)
+_view_ways = {}  # element type -> (numpy dtype, torch dtype to view as after or None, torch.from_numpy), or None
+
+
+def _view_way(name, error):
+    """How tensor_of_view makes a tensor of this element type, worked out once per type (every tensor asks):
+    (numpy dtype the bytes are viewed as, torch dtype the tensor is viewed as after, or None when torch takes
+    the numpy type as it is, and torch.from_numpy, looked up once), or None where only flat bytes viewed twice
+    will do. Raises `error`, caching nothing, for a type this torch lacks."""
+    if name in _view_ways:
+        return _view_ways[name]
+    import torch
+    dtype = torch_dtype(name, error)
+    how = _numpy_view(name) if name != "F4" else None
+    way = (_memory.numpy.dtype(how[0]), dtype if how[1] else None, torch.from_numpy) if how else None
+    _view_ways[name] = way
+    return way
 
 
 def tensor_of_view(view, component, error=TypeError):
     """tensor_of for a component whose bytes are `view`, a writable uint8 numpy array (from
     weights.map_file_views, which holds the component's memory for as long as the view lives)."""
-    import torch
+    way = _view_ways.get(component.dtype) or _view_way(component.dtype, error)
+    if way is not None and component.encoding != "block_quantized":
+        # the tensor's own type and shape in numpy first: the fewest torch steps (thousands of tensors)
+        numpy_dtype, view_as, from_numpy = way
+        tensor = from_numpy(view.view(numpy_dtype).reshape(component.shape))
+        return tensor if view_as is None else tensor.view(view_as)
     name, shape = component.dtype, component.shape
     if component.encoding == "block_quantized":
         shape = shape + (component.bytes_per_block,)
-    dtype = torch_dtype(name, error)
-    how = _numpy_view(name) if name != "F4" else None
-    if how is not None:  # the tensor's own type and shape in numpy first: the fewest torch steps
-        typestr, view_as = how
-        numpy_dtype = _view_dtypes.get(typestr)
-        if numpy_dtype is None:
-            numpy_dtype = _view_dtypes[typestr] = _memory.numpy.dtype(typestr)
-        tensor = torch.from_numpy(view.view(numpy_dtype).reshape(shape))
-        return tensor.view(dtype) if view_as else tensor
-    return _typed(torch.from_numpy(view), dtype, torch_storage_shape(name, shape, error))
+    import torch
+    return _typed(torch.from_numpy(view), torch_dtype(name, error), torch_storage_shape(name, shape, error))
 
 
 def empty_tensor(entry, error=TypeError):

@@ -18,6 +18,8 @@ schema, split, rank, world_size) and reads only its own bytes; the engine's
 process group does any collective. Needs torch (imported here, not by
 `import rootspan`).
 """
+import operator
+
 import torch
 import torch.utils.dlpack
 
@@ -172,6 +174,9 @@ def in_file_order_applies(weights):
                                         for c in weights._components)
 
 
+_file_order = operator.attrgetter("source_file", "source_offset")  # a component's place in file order
+
+
 def in_file_order(weights, target, error=_TypeRefused):
     """(the checkpoint's name, tensor on target) for every component of weights (in_file_order_applies), in
     file order: shard by shard (the shards in name order, as the core orders an index's files), by offset.
@@ -179,7 +184,7 @@ def in_file_order(weights, target, error=_TypeRefused):
     all of them for a device, each hold a lease of their own, every lease mapped in one call, and go back
     as soon as the consumer drops them. The caller closes weights. rootspan.safetensors' load_file uses it
     too."""
-    ordered = sorted(weights._components, key=lambda c: (c.source_file, c.source_offset))
+    ordered = sorted(weights._components, key=_file_order)
     views = map_file_views(ordered) if target.type == "cpu" else {}
     own = [at for at in range(len(ordered)) if at not in views]
     leases = dict(zip(own, map_leases([ordered[at] for at in own])))

@@ -197,7 +197,10 @@ def _map_leases(components):
 
 
 def _runs(wanted):
-    """The runs of consecutive indices in wanted, a sorted [(index, position)]."""
+    """The runs of consecutive indices in wanted, a sorted [(index, position)] of distinct indices."""
+    if wanted and wanted[-1][0] - wanted[0][0] == len(wanted) - 1:  # one run (a whole load): no walk
+        yield wanted
+        return
     start = 0
     for end in range(1, len(wanted) + 1):
         if end == len(wanted) or wanted[end][0] != wanted[end - 1][0] + 1:
@@ -253,9 +256,9 @@ def _map_file_views(components):
         for held in by_file.values():
             lease = _FileLease(wstate, held)
             flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False)
-            for index, at, _, _, data, nbytes in held:
-                start = data - lease.address
-                views[at] = flat[start:start + nbytes]
+            base = lease.address
+            for _, at, _, _, data, nbytes in held:
+                views[at] = flat[data - base:data - base + nbytes]
     return views
 
 
@@ -269,10 +272,11 @@ class _FileLease:
         self.state = wstate.context_state
         self._wstate = wstate
         self._held = [(index, claim, mapping) for index, _, claim, mapping, _, _ in held]
-        self.address = min(data for *_, data, _ in held)
-        self.nbytes = max(data + nbytes for *_, data, nbytes in held) - self.address
+        self.address = min([data for *_, data, _ in held])
+        self.nbytes = max([data + nbytes for *_, data, nbytes in held]) - self.address
+        exported = wstate.exported
         for index, _, _ in self._held:
-            wstate.exported[index] = True
+            exported[index] = True
         self.state.leases += 1  # one lease, however many components (the caller holds the lock)
 
     def release(self):
