@@ -356,21 +356,26 @@ class Component(_Exportable):
         self._lease = None  # weakref to the lease every export of this component shares
         self.nbytes = info.byte_length
         self.segments = info.segments
-        self.zero_copy = bool(info.zero_copy)
-        self.read_only = bool(info.read_only)
+        self.zero_copy = info.zero_copy != 0
+        self.read_only = info.read_only != 0
         # _map_code: what its root is mapped as, its element type or bytes for the sub-byte types (their roots
-        # are untyped).
-        self.dtype, self._map_code, self.numpy_dtype = _element_type(info.dtype)
-        self.role = _role_name(weights._context._state.lib, info.role)
-        self.encoding = _encoding_name(info.encoding)
+        # are untyped). The lookups are inline, a function called only for a value not seen yet: a load makes
+        # thousands of components.
+        code = info.dtype
+        self.dtype, self._map_code, self.numpy_dtype = _element_types.get(code) or _element_type(code)
+        code = info.role
+        self.role = _role_names.get(code) or _role_name(weights._context._state.lib, code)
+        code = info.encoding
+        self.encoding = _encoding_names.get(code) or _encoding_name(code)
         self.format_id = _text(info.format_id)
         gguf_type = info.gguf_type
         self.gguf_type = gguf_type if gguf_type >= 0 else None
         # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
         # source_contiguous: those nbytes bytes are all of it.
-        self.source_file = _file_name(info.source_file)
+        raw = info.source_file
+        self.source_file = _file_names.get(raw) or _file_name(raw)
         self.source_offset = info.source_offset
-        self.source_contiguous = bool(info.source_contiguous)
+        self.source_contiguous = info.source_contiguous != 0
         self.values_per_block = info.values_per_block
         self.bytes_per_block = info.bytes_per_block
         rank = info.rank
