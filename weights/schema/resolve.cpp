@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
+
+#include <boost/container/small_vector.hpp>
 
 #include "core/text/quoting.hpp"
 #include "weights/files/checked_math.hpp"
@@ -83,7 +86,8 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
   const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
 
-  std::vector<TensorRef> tensors;
+  // Inline room for one source, the usual case: a load resolves thousands of components.
+  boost::container::small_vector<TensorRef, 1> tensors;
   std::vector<std::string> missing;
   for (const std::string &source : component.sources) {
     const TensorRef tensor = checkpoint.find(source);
@@ -109,6 +113,8 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
   }
 
   const SafetensorsDtype element_type = component.physical_element_type();
+  // One dense source: its dimensions are its shape, compared below as they lie (not copied).
+  const bool one_dense = tensors.size() == 1 && std::holds_alternative<DenseEncoding>(component.encoding);
   std::vector<std::vector<std::uint64_t>> parts;
   for (const TensorRef &tensor : tensors) {
     if (tensor.tensor->dtype.dtype != element_type.dtype) {
@@ -117,6 +123,7 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
                   static_cast<std::uint64_t>(element_type.dtype),
                   static_cast<std::uint64_t>(tensor.tensor->dtype.dtype));
     }
+    if (one_dense) break;
     auto dims = source_dimensions(component, tensor, fail);
     if (!dims) return dims.error();
     parts.push_back(std::move(dims).value());
@@ -124,8 +131,10 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
 
   // One source with the component's own dimensions, the usual case, needs
   // neither the stack nor the concatenation worked out.
-  const bool as_is = parts.size() == 1 && parts.front() == component.dimensions;
+  const bool as_is = one_dense ? tensors.front().tensor->shape == component.dimensions
+                               : parts.size() == 1 && parts.front() == component.dimensions;
   if (!as_is) {
+    if (one_dense) parts.push_back(tensors.front().tensor->shape);
     const auto stack = stacked(parts);
     const auto concat = concatenated(parts);
     if (stack != component.dimensions && concat != component.dimensions) {
