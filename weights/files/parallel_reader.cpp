@@ -549,7 +549,9 @@ void ParallelReader::complete(Request &r, long result) {
     r.bounced = false;
     r.fd = r.file->fd();
     r.read_at = r.offset;
+    bytes_in_flight_ -= r.read_length;  // the budget counts what is read now: the unaligned length
     r.read_length = r.length;
+    bytes_in_flight_ += r.read_length;
     r.read_done = 0;
     r.read_into = r.destination;
     int error = 0;
