@@ -167,11 +167,12 @@ def load_dtensors_with_stats(path, device_mesh, plan, schema=None, tensors=None,
     return load_dtensors(path, device_mesh, plan, schema, tensors, revision, strategy, with_stats=True)
 
 
-def in_file_order_applies(weights):
-    """Every tensor of the load is a component (no empty tensor was left out) of a safetensors checkpoint,
-    so in_file_order can hand them all over without describing the checkpoint again."""
-    return not weights._skipped and all(c.gguf_type is None and c.source_file is not None
-                                        for c in weights._components)
+def in_file_order_applies(weights, empty_tensors_apart=False):
+    """Every tensor of the load is a component of a safetensors checkpoint, so in_file_order can hand them all
+    over without describing the checkpoint again; an empty tensor (which the core leaves out) only where the
+    caller makes those apart (empty_tensors_apart: the drop-in, from its header)."""
+    return (empty_tensors_apart or not weights._skipped) and all(c.gguf_type is None and c.source_file is not None
+                                                                 for c in weights._components)
 
 
 _file_order = operator.attrgetter("source_file", "source_offset")  # a component's place in file order

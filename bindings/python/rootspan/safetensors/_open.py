@@ -17,7 +17,7 @@ import threading
 
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
-from rootspan.weights import map_file_views, map_leases
+from rootspan.weights import map_leases
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
@@ -115,7 +115,6 @@ class safe_open:
         # file is loaded (rootspan.weights.map_leases: one library call, not four a tensor); a tensor's first
         # export takes it over, and close() drops those never asked for
         self._leases = {}
-        self._views = {}  # tensor name -> its bytes as a view of the file's one mapping (_load_file only)
         self._closed = False
         self._lock = threading.Lock()
         self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
@@ -158,9 +157,6 @@ class safe_open:
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
             code, shape, component = self._component(name)
-            view = self._views.get(name)
-            if view is not None:  # _load_file's: a view of the file's one mapping
-                return _tensors.tensor_of_view(view, component, SafetensorError)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             if numpy:
@@ -184,26 +180,24 @@ class safe_open:
         last of them goes. Not for a handle a caller keeps: a component held that way has no lease of its
         own for get_slice to copy through. A handle opened without its header (_header=False) loads first
         and reads the header only where the load cannot say everything alone: an empty tensor (which the
-        core does not load), another device, or an error, which the header read then words as the
-        reference does."""
-        if self._tensors is None:
+        core does not load: made from the header), another device, or an error, which the header read then
+        words as the reference does."""
+        if self._framework == "pytorch" and self._device == "cpu" and not self._by_name:
             found = self._load_in_file_order()
             if found is not None:
                 return found
+        if self._tensors is None:
             self._read_header()
         with _memory.gc_paused():
             with self._lock:
                 self._open()
-                if not self._by_name and self._framework == "pytorch" and self._device == "cpu":
-                    self._load(views=True)
                 self._load_all()
             return {name: self.get_tensor(name) for name in self._tensors}
 
     def _load_in_file_order(self):
-        """Every tensor, by name, in file order, from one load and no header read (rootspan.torch's
-        in_file_order); None where the header must be read first (_load_file)."""
-        if self._framework != "pytorch" or self._device != "cpu":
-            return None
+        """Every tensor, by name, in file order, from one load (rootspan.torch's in_file_order), the header
+        read only for a file with empty tensors; None where the load failed or its tensors are not all in
+        place (the header is then read, and the tensors loaded one handle's way)."""
         import torch
         from rootspan import torch as rootspan_torch
         try:
@@ -211,12 +205,32 @@ class safe_open:
         except _core_errors.Error:
             return None
         try:
-            if not rootspan_torch.in_file_order_applies(weights):
+            if not rootspan_torch.in_file_order_applies(weights, empty_tensors_apart=True):
                 return None
             with _memory.gc_paused():
-                return dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
+                found = dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
+                if not weights.skipped:
+                    return found
+                if self._tensors is None:  # the empty tensors are only in the header
+                    self._read_header()
+                return {name: self._in_place(found, name, code, shape, nbytes)
+                        for name, (code, shape, _, nbytes) in self._tensors.items()}
         finally:
             weights.close()
+
+    def _in_place(self, found, name, code, shape, nbytes):
+        """The tensor `name` of the header (code, shape, nbytes) from what in_file_order found, or, empty,
+        made from the header; SafetensorError when the load and the header disagree."""
+        if not nbytes:
+            return _tensors.to_torch(None, _dtypes.BY_CODE[code].rootspan, shape, SafetensorError)
+        tensor = found.get(name)
+        if tensor is None or list(tensor.shape) != list(shape):
+            raise self._changed(name, code, shape, nbytes)
+        return tensor
+
+    def _changed(self, name, code, shape, nbytes):
+        return SafetensorError(f"{self._path} changed since it was opened: tensor {shown(name)} is no longer "
+                               f"{code}{list(shape)} of {nbytes} bytes; open it again")
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
@@ -250,7 +264,6 @@ class safe_open:
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
             self._leases = {}  # the leases no tensor took: their roots can go back
-            self._views = {}
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -273,7 +286,7 @@ class safe_open:
             self._load()
         self._whole = True
 
-    def _load(self, name=None, views=False):
+    def _load(self, name=None):
         """Loads one tensor (None: every one) through the core and keeps what was not loaded before: a tensor
         loaded twice keeps its first component, so that all of one tensor's arrays share memory. False when a
         load of one tensor did not bring it (its name, as a pattern, named another component): load them all."""
@@ -294,8 +307,7 @@ class safe_open:
                 weights.close()
                 if name is not None and c is None:
                     return False
-                raise SafetensorError(f"{self._path} changed since it was opened: tensor {shown(asked)} is no "
-                                      f"longer {code}{list(shape)} of {nbytes} bytes; open it again")
+                raise self._changed(asked, code, shape, nbytes)
         self._loads.append(weights)
         kept = []
         for c in weights._components:
@@ -305,9 +317,6 @@ class safe_open:
                 self._by_name[c.source_name] = c
                 kept.append(c)
         if name is None:  # the whole file: every tensor's memory mapped in one call
-            if views:
-                self._views = {kept[at].source_name: view for at, view in map_file_views(kept).items()}
-                kept = [c for c in kept if c.source_name not in self._views]
             self._leases.update((c.source_name, lease) for c, lease in zip(kept, map_leases(kept)) if lease)
         return True
 
