@@ -28,7 +28,8 @@ is reported, not fatal.
 
 Also: the time to a first tensor in a fresh process (import, open, one tensor read) for safetensors and
 the drop-in against plain Python reading the same bytes, and the cost per tensor handed to Python on the
-10,000-tensor file. Results are printed and, unless --smoke (or with --out), written to
+10,000-tensor file: in the tables, a fresh process's one load; and in one process that has loaded before
+(every Python path in one interpreter, interleaved rounds of the load alone, at least 5). Results are printed and, unless --smoke (or with --out), written to
 bench/results/peers-<date>.md.
 """
 import argparse
@@ -262,11 +263,11 @@ def _rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def worker(path_name, checkpoint, files):
-    """One measurement, in this (fresh) process; prints one JSON line."""
-    import torch  # noqa: F401 (imported before the clock: every path needs it, none is charged for it)
+def _import_for(path_name):
+    """The modules a path needs, imported before any clock starts (every path needs torch and numpy; none is
+    charged for importing them)."""
+    import torch  # noqa: F401
     import numpy  # noqa: F401
-    keep = []
     if path_name.startswith(("drop-in", "torch.load", "Context")):
         import rootspan.safetensors.torch  # noqa: F401
         import rootspan.torch  # noqa: F401
@@ -276,8 +277,13 @@ def worker(path_name, checkpoint, files):
         from runai_model_streamer import SafetensorsStreamer  # noqa: F401
     elif path_name == "fastsafetensors":
         from fastsafetensors import fastsafe_open  # noqa: F401
-    base = _rss()
-    start = time.perf_counter()
+
+
+def load_with(path_name, checkpoint, files, keep):
+    """Every tensor of the checkpoint through one path: {name: torch tensor}, or for Context.load {id: numpy
+    array}. keep: a list the caller holds for what must outlive the call (a handle whose buffers the tensors
+    are views of)."""
+    import numpy
     if path_name == "safetensors load_file":
         import safetensors.torch as st
         tensors = {}
@@ -310,10 +316,9 @@ def worker(path_name, checkpoint, files):
         import rootspan
         ctx = rootspan.Context()
         weights = ctx.load(checkpoint)
-        arrays = {cid: c.numpy() if c.numpy_dtype is not None else c.numpy(dtype=numpy.uint8)
-                  for cid, c in weights.items()}  # bf16: its bytes (numpy has no bfloat16)
+        tensors = {cid: c.numpy() if c.numpy_dtype is not None else c.numpy(dtype=numpy.uint8)
+                   for cid, c in weights.items()}  # bf16: its bytes (numpy has no bfloat16)
         keep.append((ctx, weights))
-        tensors = None
     elif path_name == "runai streamer":
         from runai_model_streamer import SafetensorsStreamer
         tensors = {}
@@ -331,18 +336,49 @@ def worker(path_name, checkpoint, files):
             tensors[k] = f.get_tensor(k)
     else:
         raise SystemExit(f"unknown path {path_name!r}")
+    return tensors
+
+
+def worker(path_name, checkpoint, files):
+    """One measurement, in this (fresh) process; prints one JSON line."""
+    _import_for(path_name)
+    keep = []
+    base = _rss()
+    start = time.perf_counter()
+    tensors = load_with(path_name, checkpoint, files, keep)
     loaded = time.perf_counter()
-    if tensors is None:
-        pairs = [(a.ctypes.data, a.nbytes) for a in arrays.values()]
-        count = len(arrays)
+    if path_name == "Context.load":
+        pairs = [(a.ctypes.data, a.nbytes) for a in tensors.values()]
     else:
         pairs = _torch_pairs(tensors)
-        count = len(tensors)
     checksum = _touch(pairs)
     touched = time.perf_counter()
     print(json.dumps({"load_s": loaded - start, "touch_s": touched - loaded, "rss_peak": _rss(), "rss_base": base,
-                      "tensors": count, "bytes": sum(n for _, n in pairs), "checksum": checksum}), flush=True)
+                      "tensors": len(tensors), "bytes": sum(n for _, n in pairs), "checksum": checksum}), flush=True)
     os._exit(0)  # the measurement is taken: no teardown (same for every path)
+
+
+def in_process_worker(path_names, checkpoint, files, rounds):
+    """The cost per tensor handed to Python once a process has loaded before (no first-call costs): every
+    path loads the checkpoint once, then `rounds` interleaved rounds each time every path's load alone
+    (the tensors dropped after each). Prints {path: [seconds per load]}."""
+    import gc
+    for p in path_names:
+        _import_for(p)
+    times = {p: [] for p in path_names}
+    for rnd in range(rounds + 1):
+        order = path_names[rnd % len(path_names):] + path_names[:rnd % len(path_names)]
+        for p in order:
+            keep = []
+            gc.collect()
+            start = time.perf_counter()
+            tensors = load_with(p, checkpoint, files, keep)
+            elapsed = time.perf_counter() - start
+            del tensors, keep
+            if rnd:  # round 0 only warms every path up
+                times[p].append(elapsed)
+    print(json.dumps(times), flush=True)
+    os._exit(0)
 
 
 def first_tensor_worker(kind, path):
@@ -494,6 +530,22 @@ def measure(args, env, path_name, ckpt):
         return {"error": "no result: " + r.stdout[-200:] + r.stderr[-200:]}
 
 
+def in_process(args, env, ckpt, paths):
+    """{path: [seconds per load]} of the Python paths measured in one process (in_process_worker), or
+    {"error": ...}."""
+    python = [p for p in paths if p not in ("C API", "CLI") and not p.endswith(BEFORE)]
+    if not python:
+        return {}
+    rounds = 1 if args.smoke else max(args.rounds, 5)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process", ",".join(python), "--rounds",
+                        str(rounds), "--checkpoint", ckpt["path"], "--files", os.pathsep.join(ckpt["files"])],
+                       env=env, capture_output=True, text=True, timeout=args.timeout)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": (r.stderr.strip() or r.stdout.strip())[-300:]}
+
+
 def spread(values):
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
@@ -547,8 +599,9 @@ def run(args):
                           flush=True)
             if partial:  # what is measured so far, should the run be stopped before its end
                 with open(partial, "w") as f:
-                    f.write(render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes))
-    report = render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes)
+                    f.write(render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes, {}))
+    steady = in_process(args, env, ckpts["many"], paths)
+    report = render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes, steady)
     print(report)
     out = args.out or (None if args.smoke else os.path.join(
         ROOT, "bench", "results", f"peers-{datetime.date.today().isoformat()}.md"))
@@ -580,7 +633,7 @@ def first_tensor(args, env, ckpt, probes):
     return {k: (times[k], walls[k]) for k in kinds if times[k]}
 
 
-def render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes):
+def render(args, ckpts, paths, skipped, results, errors, modes, how, first, probes, steady):
     lines = [f"# rootspan beside the peers ({datetime.datetime.now().isoformat(timespec='minutes')})", ""]
     lines.append(f"`{' '.join([os.path.relpath(__file__, ROOT)] + sys.argv[1:])}`; Python {platform.python_version()}"
                  f", {os.cpu_count()} CPUs; {args.rounds} interleaved round(s); each load a fresh process to resident "
@@ -653,6 +706,21 @@ def render(args, ckpts, paths, skipped, results, errors, modes, how, first, prob
                   "| who | median ms (in process) | process wall ms |", "|---|---|---|"]
         for k, (t, w) in first.items():
             lines.append(f"| {k} | {statistics.median(t) * 1e3:.1f} | {statistics.median(w) * 1e3:.1f} |")
+    if steady:
+        lines += ["", f"## Per tensor handed to Python, in one process ({ckpts['many']['tensors']:,} tensors; "
+                  "every path loaded once first, then interleaved rounds of the load alone)", ""]
+        if "error" in steady:
+            lines.append(f"Failed: `{steady['error'].splitlines()[-1] if steady['error'] else ''}`")
+        else:
+            per = {p: [t / ckpts["many"]["tensors"] * 1e6 for t in ts] for p, ts in steady.items()}
+            peers = [p for p in per if info(p)[0] == "peer"]
+            best = min(peers, key=lambda p: statistics.median(per[p])) if peers else None
+            lines += [f"Best peer: {best or '-'}.", "", "| path | median µs/tensor | spread | vs best peer |",
+                      "|---|---|---|---|"]
+            for p, us in per.items():
+                vs = statistics.median(us) / statistics.median(per[best]) if best and info(p)[0] == "rootspan" \
+                    else None
+                lines.append(f"| {p} | {statistics.median(us):.2f} | {spread(us) * 100:.0f}% | {fmt_ratio(vs)} |")
     lines += ["", "Spread: (slowest - fastest) / median. RSS growth: peak resident set minus the resident set "
               "before the load (after imports). µs/tensor: load time / tensors.", ""]
     return "\n".join(lines)
@@ -683,6 +751,7 @@ def main():
     parser.add_argument("--cold-checkpoints", default="llama,moe", help="checkpoints measured cold")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--first", help=argparse.SUPPRESS)
+    parser.add_argument("--in-process", help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -690,6 +759,9 @@ def main():
         return worker(base(args.worker), args.checkpoint, args.files.split(os.pathsep))
     if args.first:
         return first_tensor_worker(args.first, args.checkpoint)
+    if args.in_process:
+        return in_process_worker(args.in_process.split(","), args.checkpoint, args.files.split(os.pathsep),
+                                 args.rounds)
     args.build = os.path.abspath(args.build)
     if args.work is None:
         import tempfile
