@@ -274,6 +274,38 @@ class TorchLoad(Folder):
         self.assertTrue(torch.equal(rootspan.torch.load(folder, read_only=True)["s"], torch.tensor(7)))
 
 
+    def test_drop_in_load_file_with_empty_tensors_checks_its_load_against_the_header(self):
+        # A file with an empty tensor is loaded, then its header read for the empty ones: a header that no
+        # longer matches what was loaded (the file changed in between) is refused, naming the tensor.
+        from unittest import mock
+        from rootspan.safetensors import _open
+        path = self.path("empty-and-dense.safetensors")
+        st_torch.save_file({"w": torch.arange(4, dtype=torch.float32), "e": torch.zeros(0, 3)}, path)
+        real = _open.describe_safetensors_file
+
+        def changed(p):
+            description = real(p)
+            description["tensors"] = [[n, code, [8] if n == "w" else shape, offset, 32 if n == "w" else nbytes]
+                                      for n, code, shape, offset, nbytes in description["tensors"]]
+            return description
+
+        with mock.patch.object(_open, "describe_safetensors_file", changed):
+            with self.assertRaises(SafetensorError) as refused:
+                st_torch.load_file(path)
+        self.assertIn("changed since it was opened: tensor w is no longer F32[8] of 32 bytes", str(refused.exception))
+        loaded = st_torch.load_file(path)  # as written: both, in the header's order
+        self.assertEqual(list(loaded), list(read_safetensors(path)))
+        self.assertEqual(tuple(loaded["e"].shape), (0, 3))
+        if hasattr(torch, "float4_e2m1fn_x2"):  # torch packs two values a byte: its bytes, not its shape, match
+            packed = self.path("f4-and-empty.safetensors")
+            header = json.dumps({"f": {"dtype": "F4", "shape": [2, 4], "data_offsets": [0, 4]},
+                                 "e": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}}).encode()
+            header += b" " * (-(8 + len(header)) % 8)
+            raw_file(packed, header, bytes([0x21, 0x43, 0x65, 0x07]))
+            loaded = st_torch.load_file(packed)
+            self.assertEqual(tuple(loaded["f"].shape), (2, 2))
+            self.assertEqual(loaded["f"].view(torch.uint8).flatten().tolist(), [0x21, 0x43, 0x65, 0x07])
+
     def test_drop_in_load_file_hands_views_of_one_mapping_and_a_kept_handle_still_slices(self):
         from rootspan import _contexts
         path = self.path("views.safetensors")
