@@ -85,6 +85,7 @@ TEST(PinnedPluginL4, AWriterRacingTheLoaderNeverWins) {
   const std::string digest = sha256_hex(good);
 
   std::atomic<bool> stop{false};
+  std::atomic<bool> writer_done{false};
   std::atomic<int> rewrites{0};
   std::thread writer([&] {
     int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
@@ -94,9 +95,16 @@ TEST(PinnedPluginL4, AWriterRacingTheLoaderNeverWins) {
       rewrites.fetch_add(1);
     }
     ::close(fd);
+    writer_done.store(true);
   });
+  // The race starts once the writer runs, and lasts at least 200 attempts and until the writer has
+  // rewritten the file a few times meanwhile: on a busy machine a thread can wait for a whole time slice,
+  // longer than 200 attempts take (a race that never ran would pass for nothing).
+  while (rewrites.load() == 0 && !writer_done.load()) std::this_thread::yield();
+  const int rewrites_before = rewrites.load();
+  const auto raced = [&] { return rewrites.load() - rewrites_before >= 10 || writer_done.load(); };
   int loaded = 0, refused = 0;
-  for (int attempt = 0; attempt < 200; ++attempt) {
+  for (int attempt = 0; attempt < 200 || (!raced() && attempt < 200000); ++attempt) {
     auto checked = check_plugin_file(file, digest);
     if (!checked) {
       EXPECT_TRUE(HasPolicy(checked.error(), "L4", ROOTSPAN_ERR_PLUGIN_REJECTED));
@@ -110,9 +118,10 @@ TEST(PinnedPluginL4, AWriterRacingTheLoaderNeverWins) {
     EXPECT_STREQ(table->name, "test-good");
     ++loaded;
   }
+  const int rewrites_during = rewrites.load() - rewrites_before;
   stop.store(true);
   writer.join();
-  EXPECT_GT(rewrites.load(), 0);
+  EXPECT_GT(rewrites_during, 0) << "the writer never ran while the loader did";
   std::printf("pin race: %d loads of the pinned code, %d refused by the pin, %d rewrites\n", loaded, refused,
               rewrites.load());
 }
