@@ -29,8 +29,8 @@ is reported, not fatal.
 Also: the time to a first tensor in a fresh process (import, open, one tensor read) for safetensors and
 the drop-in against plain Python reading the same bytes, and the cost per tensor handed to Python on the
 10,000-tensor file: in the tables, a fresh process's one load; and in one process that has loaded before
-(every Python path in one interpreter, interleaved rounds of the load alone, at least 5). Results are printed and, unless --smoke (or with --out), written to
-bench/results/peers-<date>.md.
+(every Python path in one interpreter, interleaved rounds of the load alone, at least 5). Results are
+printed and, unless --smoke (or with --out), written to bench/results/peers-<date>.md.
 """
 import argparse
 import ctypes
@@ -521,7 +521,12 @@ def measure(args, env, path_name, ckpt):
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", path_name, "--checkpoint", ckpt["path"],
                "--files", os.pathsep.join(ckpt["files"])]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    return _json_of(cmd, env, args.timeout)
+
+
+def _json_of(cmd, env, timeout):
+    """The JSON line a worker process prints last, or {"error": ...} when it failed or printed none."""
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         return {"error": (r.stderr.strip() or r.stdout.strip())[-300:]}
     try:
@@ -537,13 +542,9 @@ def in_process(args, env, ckpt, paths):
     if not python:
         return {}
     rounds = 1 if args.smoke else max(args.rounds, 5)
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process", ",".join(python), "--rounds",
-                        str(rounds), "--checkpoint", ckpt["path"], "--files", os.pathsep.join(ckpt["files"])],
-                       env=env, capture_output=True, text=True, timeout=args.timeout)
-    try:
-        return json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": (r.stderr.strip() or r.stdout.strip())[-300:]}
+    return _json_of([sys.executable, os.path.abspath(__file__), "--in-process", ",".join(python), "--rounds",
+                     str(rounds), "--checkpoint", ckpt["path"], "--files", os.pathsep.join(ckpt["files"])],
+                    env, args.timeout)
 
 
 def spread(values):

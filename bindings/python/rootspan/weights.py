@@ -221,14 +221,14 @@ def _map_components(wstate, run):
 
 
 def map_file_views(components):
-    """The memory of many zero-copy components, mapped in one C call for each run of consecutive indices and
-    handed out as views of one flat array per file (issue 33): {position in components: writable uint8 numpy array of that component's
-    bytes}. Taken are the writable (copy-on-write) zero-copy components, which lie in the one mapping the
-    load made of their file; each file's claims and mappings are held by one lease (_FileLease), which every
-    view of that file keeps alive, so a file's memory goes back when the last tensor of that file goes, not
-    tensor by tensor. For loaders that hand over a whole checkpoint at once, where a tensor costs a third of
-    what a lease of its own does. The others (copied, read-only, already exported, or the call failed) are
-    not in the answer: make their leases with map_leases. {} without numpy."""
+    """The memory of many zero-copy components, mapped in one C call for each run of consecutive indices and handed
+    out as views of one flat array per file (issue 33): {position in components: writable uint8 numpy array of that
+    component's bytes}. Taken are the writable (copy-on-write) zero-copy components, which lie in the one mapping
+    the load made of their file; each file's claims and mappings are held by one lease (_FileLease), which every
+    view of that file keeps alive, so a file's memory goes back when the last tensor of that file goes, not tensor
+    by tensor. For loaders that hand over a whole checkpoint at once, where a tensor costs a third of what a lease
+    of its own does. The others (copied, read-only, already exported, or the call failed) are not in the answer:
+    make their leases with map_leases. {} without numpy."""
     if _memory.numpy is None:
         return {}
     with _memory.gc_paused():
