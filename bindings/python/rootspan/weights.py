@@ -277,7 +277,16 @@ class _FileLease:
         exported = wstate.exported
         for index, _, _ in self._held:
             exported[index] = True
+        self._claims = None  # index -> claim, made by part() when first asked
         self.state.leases += 1  # one lease, however many components (the caller holds the lock)
+
+    def part(self, index):
+        """The share of this lease that component `index` is, as rootspan._memory.copy_out reads it
+        (_FileLeasePart); made on demand, for the rare caller that copies out of one component."""
+        with self.state.lock:
+            if self._claims is None:
+                self._claims = {i: claim for i, claim, _ in self._held}
+            return _FileLeasePart(self, self._claims.get(index))
 
     def release(self):
         state = self.state
@@ -300,6 +309,42 @@ class _FileLease:
             self.release()
         except Exception:  # nothing useful to do while being collected
             pass
+
+
+class _FileLeasePart:
+    """One component's share of a _FileLease, as rootspan._memory.copy_out reads a lease: its claim (under
+    which the library copies, from offset 0) while the file lease holds it. It keeps the file lease, and so
+    every view of that file's memory, alive. Made by lease_of_view."""
+    __slots__ = ("_file_lease", "_claim", "state")
+    offset = 0
+
+    def __init__(self, file_lease, claim):
+        self._file_lease = file_lease
+        self._claim = claim
+        self.state = file_lease.state
+
+    @property
+    def mapping(self):
+        """Truthy while the file lease holds its memory; None once released (what copy_out checks)."""
+        return True if self._file_lease._held and self._claim is not None else None
+
+    @property
+    def claim(self):
+        return self
+
+    def _live(self, operation):
+        self.state.require_open(operation)
+        if self.mapping is None:
+            raise ValueError(f"{operation}: the claim was released")
+        return self._claim
+
+
+def lease_of_view(view, component):
+    """The lease copy_out reads component's bytes through, for `view`, its bytes from map_file_views."""
+    owner = view
+    while not isinstance(getattr(owner, "lease", None), _FileLease):
+        owner = owner.base  # numpy views down to the _memory._ArrayOwner holding the file lease
+    return owner.lease.part(component.index)
 
 
 class _ExportClaim:

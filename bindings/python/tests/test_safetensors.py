@@ -569,14 +569,19 @@ class LoadsWhatIsAsked(Folder):
                 self.assertEqual([len(w) for w in f._loads], [1] * count, f"{name}: that tensor only")
             self.assertEqual(f.get_tensor("t7").tolist(), [names.index("t7")] * 3)
             self.assertEqual([len(w) for w in f._loads], [1] * len(singles) + [len(names)], "then all at once")
-            self.assertEqual(set(f._leases), set(names) - set(singles) - {"t7"},
-                             "the whole load leased every tensor it kept at once; t7's array took its lease")
+            rest = set(names) - set(singles)
+            if backend == "mmap":  # mapped on the CPU: views of one mapping of the file, kept with the handle
+                self.assertEqual((set(f._views), f._leases), (rest, {}),
+                                 "the whole load handed out views of the file's mapping for every tensor it kept")
+            else:  # read: no file mapping to share, a lease each
+                self.assertEqual((set(f._leases), f._views), (rest - {"t7"}, {}),
+                                 "the whole load leased every tensor it kept at once; t7's array took its lease")
             self.assertEqual(f.get_tensor(singles[0])[0], 99, "a tensor keeps the memory it was first given")
             self.assertEqual({n: f.get_tensor(n)[2] for n in names}, {n: i for i, n in enumerate(names)})
             self.assertEqual(len(f._loads), len(singles) + 1, "nothing loaded a third time")
             loads = list(f._loads)
         gc.collect()
-        self.assertEqual(f._leases, {}, "closing drops the leases no tensor took")
+        self.assertEqual((f._leases, f._views), ({}, {}), "closing drops the leases and views no tensor took")
         self.assertEqual([c.source_name for w in loads for c in w._components if not w._wstate.released[c.index]],
                          [singles[0]], "only the tensor still held keeps its memory")
         with safe_open(path, framework="pt") as f:
@@ -590,16 +595,23 @@ class TruncatedFile(Folder):
     would kill."""
 
     def test_slices_of_a_truncated_file_are_io_errors(self):
-        path = self.path("t.safetensors")
-        st_numpy.save_file({"w": numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)}, path)
-        status, output = run_python(TRUNCATED_SLICES, path)
-        self.assertEqual(status, 0, output)
-        lines = output.splitlines()
-        self.assertEqual(len(lines), 6, output)
-        self.assertEqual(lines[0], "row 0: True", "rows the file still holds read as before")
-        for line in lines[1:5]:
-            self.assertRegex(line, r"^(np|pt) .+: IoError .*the file was truncated to \d+ bytes")
-        self.assertEqual(lines[5], "the process goes on")
+        # w alone: loaded by itself, a lease of its own; after a: in the load of all the rest, a view of the
+        # file's one mapping, copied out through its share of that mapping's lease
+        for before, how in (([], "lease"), (["a"], "view")):
+            with self.subTest(loaded_before=before):
+                path = self.path(f"t{len(before)}.safetensors")
+                tensors = {name: numpy.zeros(4, numpy.float32) for name in before}
+                tensors["w"] = numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)
+                st_numpy.save_file(tensors, path)
+                status, output = run_python(TRUNCATED_SLICES, path, *before)
+                self.assertEqual(status, 0, output)
+                lines = output.splitlines()
+                self.assertEqual(len(lines), 7, output)
+                self.assertEqual(lines[0], f"w is a {how}")
+                self.assertEqual(lines[1], "row 0: True", "rows the file still holds read as before")
+                for line in lines[2:6]:
+                    self.assertRegex(line, r"^(np|pt) .+: IoError .*the file was truncated to \d+ bytes")
+                self.assertEqual(lines[6], "the process goes on")
 
     def test_a_move_to_a_device_checks_the_file_first(self):
         # torch's copy to a device reads the mapped file, which no one can guard: the library checks it first.
@@ -620,9 +632,12 @@ from rootspan.safetensors import safe_open
 path = sys.argv[1]
 expected = numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)
 with safe_open(path, "np") as n, safe_open(path, "pt") as t:
+    for name in sys.argv[2:]:  # loaded first: w then comes with all the rest
+        n.get_tensor(name), t.get_tensor(name)
     view = n.get_slice("w")
     t.get_slice("w")  # loaded before the truncation
-    data = os.path.getsize(path) - expected.nbytes
+    print("w is a", "view" if "w" in n._views and "w" in t._views else "lease")
+    data = os.path.getsize(path) - expected.nbytes  # w's bytes are the file's last
     os.truncate(path, data + 1024)  # the file now ends after row 0, inside a page: row 1 would read as zeros
     print("row 0:", bool((view[0:1] == expected[0:1]).all()))
     calls = (("np [1:2]", lambda: view[1:2]), ("np [:, 3]", lambda: view[:, 3]),

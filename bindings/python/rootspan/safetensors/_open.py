@@ -9,6 +9,9 @@ a file of a million costs a pass over the header and one root), then, from
 the next one on, all the rest at once (get_tensors and load_file load them
 all at once from the start). Tensors are zero-copy views of those roots and
 writable: a write changes this process's copy of a page, never the file.
+On the CPU, the tensors of a load of all the rest are views of one mapping
+of the file, as the reference's are views of one storage of it: that memory
+goes back once the handle is closed and the last of them is dropped.
 What a handle gave out outlives the handle: closing it only releases the
 roots nothing uses any more (rootspan/weights.py).
 """
@@ -17,7 +20,7 @@ import threading
 
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import describe_safetensors_file
-from rootspan.weights import map_leases
+from rootspan.weights import lease_of_view, map_file_views, map_leases
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
@@ -115,6 +118,9 @@ class safe_open:
         # file is loaded (rootspan.weights.map_leases: one library call, not four a tensor); a tensor's first
         # export takes it over, and close() drops those never asked for
         self._leases = {}
+        # tensor name -> its bytes (a uint8 numpy array) in the one mapping of the file a load of all the rest
+        # on the CPU hands out (rootspan.weights.map_file_views): every tensor of that name is a view of them
+        self._views = {}
         self._closed = False
         self._lock = threading.Lock()
         self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
@@ -159,6 +165,11 @@ class safe_open:
             code, shape, component = self._component(name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
+            view = self._views.get(name)
+            if view is not None:  # the device is the CPU
+                if numpy:
+                    return view.view(_tensors.numpy_dtype(dtype)).reshape(shape)
+                return _tensors.tensor_of_view(view, component, SafetensorError)
             if numpy:
                 array = _tensors.to_numpy(component, dtype, shape)
             else:
@@ -177,11 +188,11 @@ class safe_open:
     def _load_file(self):
         """get_tensors for load_file, whose handle no one else sees: on the CPU with torch, the zero-copy
         tensors are views of one mapping of the file (rootspan.weights.map_file_views), which goes when the
-        last of them goes. Not for a handle a caller keeps: a component held that way has no lease of its
-        own for get_slice to copy through. A handle opened without its header (_header=False) loads first
-        and reads the header only where the load cannot say everything alone: an empty tensor (which the
-        core does not load: made from the header), another device, or an error, which the header read then
-        words as the reference does."""
+        last of them goes. Not for a handle a caller keeps: that load is not the handle's (a later get_tensor
+        or get_slice of a name would load it again, sharing no memory with these). A handle opened without its
+        header (_header=False) loads first and reads the header only where the load cannot say everything
+        alone: an empty tensor (which the core does not load: made from the header), another device, or an
+        error, which the header read then words as the reference does."""
         if self._framework == "pytorch" and self._device == "cpu" and not self._by_name:
             found = self._load_in_file_order()
             if found is not None:
@@ -236,7 +247,9 @@ class safe_open:
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
         with self._lock:
             code, shape, component = self._component(name)
-            return _slicing.PySafeSlice(self, name, code, shape, component)
+            view = self._views.get(name)
+            lease = None if view is None else lease_of_view(view, component)
+            return _slicing.PySafeSlice(self, name, code, shape, component, view, lease)
 
     def get_strided_slice(self, name, dim, intervals):
         """The tensor's intervals [(begin, end), ...] along dim, concatenated in the order given."""
@@ -264,6 +277,7 @@ class safe_open:
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
             self._leases = {}  # the leases no tensor took: their roots can go back
+            self._views = {}  # the file's mapping goes back once no tensor uses it
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -317,7 +331,10 @@ class safe_open:
                 self._by_name[c.source_name] = c
                 kept.append(c)
         if name is None:  # the whole file: every tensor's memory mapped in one call
-            self._leases.update((c.source_name, lease) for c, lease in zip(kept, map_leases(kept)) if lease)
+            views = map_file_views(kept) if self._device == "cpu" else {}
+            self._views.update((kept[at].source_name, view) for at, view in views.items())
+            own = [c for at, c in enumerate(kept) if at not in views]
+            self._leases.update((c.source_name, lease) for c, lease in zip(own, map_leases(own)) if lease)
         return True
 
 

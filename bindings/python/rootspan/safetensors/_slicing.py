@@ -25,7 +25,9 @@ _I32_MAX = 2 ** 31 - 1
 class PySafeSlice:
     """A tensor of an open file, not yet read: get_shape(), get_dtype(), and view[index] for part of it."""
 
-    def __init__(self, handle, name, code, shape, component):
+    def __init__(self, handle, name, code, shape, component, view=None, lease=None):
+        """view and lease: the component's bytes among its file's (rootspan.weights.map_file_views) and the
+        lease to copy them through (rootspan.weights.lease_of_view), where the handle loaded them that way."""
         self._name = name
         self._code = code
         self._shape = list(shape)
@@ -35,13 +37,16 @@ class PySafeSlice:
         self._nbytes = 0 if component is None else component.nbytes
         name = _dtypes.BY_CODE[code].rootspan
         if self._torch:
-            self._full = _tensors.to_torch(component, name, shape, SafetensorError)  # torch indexes views of it
+            self._full = _tensors.to_torch(component, name, shape, SafetensorError) if view is None else \
+                _tensors.tensor_of_view(view, component, SafetensorError)  # torch indexes views of it
             self._rows_shape = list(self._full.shape)
         else:
             self._dtype = _tensors.numpy_dtype(name)
             self._rows_shape = list(shape)
         # The lease every export of the component shares: it keeps the memory, the slices copy out of it.
-        self._lease = None if component is None else component._export_lease()
+        if lease is None and component is not None:
+            lease = component._export_lease()
+        self._lease = lease
 
     def get_shape(self):
         return list(self._shape)
