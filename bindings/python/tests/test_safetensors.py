@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
 try:
     import numpy
@@ -402,17 +403,28 @@ class WritableAndKept(Folder):
         self.assertEqual(mappings_of(path), 0, "the last tensor gone, the file is unmapped")
 
     def test_closing_keeps_only_what_is_used(self):
+        from rootspan.safetensors import _open
         path, _ = self.write()
-        f = safe_open(path, framework="np")
-        kept = f.get_tensor("v")
-        f.get_tensor("w")  # dropped at once
-        loads = list(f._loads)
-        f.__exit__(None, None, None)
-        self.assertEqual(sorted(c.source_name for weights in loads for c in weights._components
-                                if not weights._wstate.released[c.index]), ["v"])
-        with self.assertRaisesRegex(SafetensorError, "File is closed"):
-            f.get_tensor("v")
-        self.assertEqual(kept.tolist(), [1] * 7)
+        # A whole load: v and w are views of one mapping of the file, which v keeps (the reference's tensors
+        # keep their file's storage so); a tensor loaded alone (the first of a file of many) holds its own.
+        for whole_up_to, held_with_v in ((_open._MAPPED_WHOLE_UP_TO, ["v", "w"]), (0, ["v"])):
+            with self.subTest(whole_up_to=whole_up_to), mock.patch.object(_open, "_MAPPED_WHOLE_UP_TO", whole_up_to):
+                f = safe_open(path, framework="np")
+                kept = f.get_tensor("v")
+                f.get_tensor("w")  # dropped at once
+                loads = list(f._loads)
+                f.__exit__(None, None, None)
+
+                def held():
+                    return sorted(c.source_name for weights in loads for c in weights._components
+                                  if not weights._wstate.released[c.index])
+                self.assertEqual(held(), held_with_v)
+                with self.assertRaisesRegex(SafetensorError, "File is closed"):
+                    f.get_tensor("v")
+                self.assertEqual(kept.tolist(), [1] * 7)
+                del kept
+                gc.collect()
+                self.assertEqual(held(), [], "nothing is held once no tensor is used")
 
     def test_a_thousand_handles_leave_no_mapping(self):
         path, _ = self.write()
@@ -559,6 +571,15 @@ class LoadsWhatIsAsked(Folder):
     def one_tensor_at_a_time_then_the_rest_at_once(self, backend):
         from rootspan.safetensors import _open
         path, names = self.write()
+        with safe_open(path, framework="np", backend=backend) as f:  # a file of few tensors
+            f.get_tensor("t7")
+            self.assertEqual([len(w) for w in f._loads], [len(names)] if backend == "mmap" else [1],
+                             "mapped, a file of few tensors is loaded whole at the first tensor; read, one tensor")
+        with mock.patch.object(_open, "_MAPPED_WHOLE_UP_TO", len(names) - 1):  # a file of many, as it were
+            self.singles_then_the_rest(path, names, backend)
+
+    def singles_then_the_rest(self, path, names, backend):
+        from rootspan.safetensors import _open
         singles = names[:_open._SINGLE_LOADS[_open._BACKENDS[backend]]]
         self.assertEqual(len(singles), 1 if backend == "mmap" else 4)
         with safe_open(path, framework="np", backend=backend) as f:
@@ -595,15 +616,13 @@ class TruncatedFile(Folder):
     would kill."""
 
     def test_slices_of_a_truncated_file_are_io_errors(self):
-        # w alone: loaded by itself, a lease of its own; after a: in the load of all the rest, a view of the
-        # file's one mapping, copied out through its share of that mapping's lease
-        for before, how in (([], "lease"), (["a"], "view")):
-            with self.subTest(loaded_before=before):
-                path = self.path(f"t{len(before)}.safetensors")
-                tensors = {name: numpy.zeros(4, numpy.float32) for name in before}
-                tensors["w"] = numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)
-                st_numpy.save_file(tensors, path)
-                status, output = run_python(TRUNCATED_SLICES, path, *before)
+        # w loaded alone (as the first tensor of a file of many), a lease of its own; or in a whole load, a view
+        # of the file's one mapping, copied out through its share of that mapping's lease
+        for how in ("lease", "view"):
+            with self.subTest(how=how):
+                path = self.path(f"{how}.safetensors")
+                st_numpy.save_file({"w": numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)}, path)
+                status, output = run_python(TRUNCATED_SLICES, path, how)
                 self.assertEqual(status, 0, output)
                 lines = output.splitlines()
                 self.assertEqual(len(lines), 7, output)
@@ -631,9 +650,10 @@ import os, sys, numpy, rootspan
 from rootspan.safetensors import safe_open
 path = sys.argv[1]
 expected = numpy.arange(1024 * 256, dtype=numpy.float32).reshape(1024, 256)
+from rootspan.safetensors import _open
+if sys.argv[2] == "lease":
+    _open._MAPPED_WHOLE_UP_TO = 0  # as if the file held many tensors: w is loaded alone
 with safe_open(path, "np") as n, safe_open(path, "pt") as t:
-    for name in sys.argv[2:]:  # loaded first: w then comes with all the rest
-        n.get_tensor(name), t.get_tensor(name)
     view = n.get_slice("w")
     t.get_slice("w")  # loaded before the truncation
     print("w is a", "view" if "w" in n._views and "w" in t._views else "lease")
