@@ -66,6 +66,22 @@ class _WeightsState:
         with self.context_state.lock:
             self._release(index)
 
+    def release_given_up(self, indices):
+        """release_one for each given-up component of indices, whose consumers let go together (a file lease's).
+        Where every component is given up and none is exported any more, the handle is freed in one call, which
+        releases every root, instead of one call a root (a load of 10,000 tensors dropped: issue 33); a root
+        still claimed by hand makes that call refuse, and then they go one by one, as ever."""
+        with self.context_state.lock:
+            if self.handle is not None and all(self.given_up) and not any(self.exported):
+                try:
+                    self.free()
+                    return
+                except errors.Error:
+                    pass
+            for index in indices:
+                if self.given_up[index] and not self._release(index):
+                    break
+
     def _release(self, index):
         """Tries to release one root, holding the lock; False once there is nothing left to release."""
         state = self.context_state
@@ -297,12 +313,13 @@ class _FileLease:
             state.leases -= 1
             if state.handle is not None:  # a destroyed context already released everything
                 lib = state.lib
+                exported = self._wstate.exported
                 for index, claim, mapping in held:
                     lib.rootspan_unmap(mapping)
                     lib.rootspan_claim_release(claim, None)
-                    self._wstate.exported[index] = False
-                for index, _, _ in held:
-                    state.after_release(self._wstate, index)
+                    exported[index] = False
+                self._wstate.release_given_up([index for index, _, _ in held])
+                state.after_release()  # a context close waiting for this lease
 
     def __del__(self):
         try:

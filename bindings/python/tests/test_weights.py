@@ -288,6 +288,49 @@ class Lifetime(Base):
             self.assertIn(weights[ids[0]], weights.values())
             self.assertIn((ids[0], weights[ids[0]]), weights.items())
 
+    def test_a_file_lease_let_go_frees_the_weights_in_one_call(self):
+        """The components a file's views hold (rootspan.weights.map_file_views, how the loaders hand out zero-copy
+        CPU tensors) go back together when the last view goes: with every component given up and none held
+        otherwise, the handle is freed at once, not a release call per root; a component still exported,
+        or claimed by hand, makes them go one by one and keeps the handle until it goes too."""
+        from unittest import mock
+        from rootspan.weights import map_file_views
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "w.safetensors")
+            write_safetensors(path, {f"t{i}": ("F32", [4], struct.pack("<4f", i, i, i, i)) for i in range(6)})
+            for held_by in (None, "export", "hand"):
+                with self.subTest(held_by=held_by):
+                    weights = self.ctx.load(path, strategy="mmap")
+                    components = list(weights.values())
+                    kept = None
+                    if held_by == "export":
+                        kept = components[-1].numpy()  # a lease of its own: not one of the file's views
+                    elif held_by == "hand":
+                        kept = components[-1].root.claim()  # nothing exported: the free call refuses (Busy)
+                    views = map_file_views(components if held_by is None else components[:-1])
+                    self.assertEqual(len(views), len(components) - (held_by is not None))
+                    state = weights._wstate
+                    weights.close()
+                    self.assertIsNotNone(state.handle, "the views hold the weights")
+                    lib = state.context_state.lib
+                    release = lib.rootspan_weights_release_component
+                    calls = []
+                    with mock.patch.object(lib, "rootspan_weights_release_component",
+                                           side_effect=lambda *a: calls.append(a[1]) or release(*a)):
+                        del views
+                        gc.collect()
+                    if held_by is None:
+                        self.assertEqual(calls, [], "one free call, no release per root")
+                        self.assertIsNone(state.handle)
+                    else:
+                        self.assertEqual(calls, list(range(len(components) - 1)), "one by one")
+                        self.assertEqual([i for i, r in enumerate(state.released) if not r], [len(components) - 1])
+                        if held_by == "hand":
+                            kept.release()
+                        del kept
+                        gc.collect()
+                        self.assertIsNone(state.handle, "the last one gone, the weights are freed")
+
     def test_leases_mapped_at_once_are_each_components_own(self):
         """rootspan.weights.map_leases (how the loaders map every tensor of a load in one call): each lease is
         the one its component exports under; a component with a lease already keeps it; a run that cannot be
