@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.hpp"
 #include "test_support.hpp"
 #include "weights/checkpoints/checkpoint.hpp"
 #include "weights/files/portable_path.hpp"
 #include "weights/formats/shard_index.hpp"
+#include "weights/pipeline/load_pipeline.hpp"
 
 namespace rootspan::weights {
 namespace {
@@ -126,6 +128,53 @@ TEST(ShardedCheckpoint, OpensAndLocatesEveryTensor) {
   EXPECT_EQ(ckpt.index()->total_size, 52u);
   EXPECT_TRUE(ckpt.notes().empty());
   EXPECT_EQ(ckpt.tensor_names().size(), 4u);
+}
+
+// What opening parsed is hashed only when asked (ParsedDigests): a verified
+// load proves with those digests that it hashed the very bytes it parsed, a
+// digest manifest records them, and any other open skips the work.
+TEST(ShardedCheckpoint, DigestsOfWhatWasParsedAreTakenOnlyWhenAsked) {
+  TempDir dir;
+  write_sharded(dir);
+  auto taken = Checkpoint::open(dir.path(), std::nullopt, ParsedDigests::kTake);
+  auto skipped = Checkpoint::open(dir.path(), std::nullopt, ParsedDigests::kSkip);
+  ASSERT_TRUE(taken) << taken.error()->message();
+  ASSERT_TRUE(skipped) << skipped.error()->message();
+  const std::string header = header_json(kShard1);
+  const std::vector<std::byte> shard1 = safetensors_file(kShard1);
+  Sha256 parsed;
+  parsed.update(std::span(shard1).first(8 + header.size()));
+  EXPECT_EQ(taken.value().shards()[0].header_sha256, parsed.hex_digest()) << "the prefix and header, as parsed";
+  const std::string index = index_json(kMap);
+  Sha256 index_digest;
+  index_digest.update(std::as_bytes(std::span(index)));
+  EXPECT_EQ(taken.value().index_file()->sha256, index_digest.hex_digest());
+  for (const Shard &shard : skipped.value().shards()) EXPECT_EQ(shard.header_sha256, "") << shard.file;
+  EXPECT_EQ(skipped.value().index_file()->sha256, "");
+  EXPECT_EQ(skipped.value().tensor_names(), taken.value().tensor_names()) << "the same checkpoint either way";
+
+  // Which requests ask: those that check digests (a verified or signed load)
+  // or record them (rootspan_checkpoint_hash); not a plain load or inspect.
+  LoadRequest plain;
+  plain.path = dir.path();
+  LoadRequest verified = plain, manifest = plain, recorded = plain;
+  verified.check_digests = true;
+  manifest.digests_manifest = dir.path() / "digests.json";
+  recorded.record_digests = true;
+  const struct {
+    const char *name;
+    const LoadRequest &request;
+    bool hashed;
+  } cases[] = {{"plain", plain, false},
+               {"verified", verified, true},
+               {"manifest", manifest, true},
+               {"recorded", recorded, true}};
+  for (const auto &c : cases) {
+    auto opened = open_requested_checkpoint(c.request);
+    ASSERT_TRUE(opened) << opened.error()->message();
+    EXPECT_EQ(opened.value().shards()[1].header_sha256.empty(), !c.hashed) << c.name;
+    EXPECT_EQ(opened.value().index_file()->sha256.empty(), !c.hashed) << c.name;
+  }
 }
 
 TEST(ShardedCheckpoint, TotalSizeIsAdvisory) {

@@ -760,7 +760,7 @@ rootspan_status rootspan_safetensors_describe_file(const char *path, char **json
   if (path == nullptr || json == nullptr) return invalid(error, "open_checkpoint", "path or json is NULL");
   *json = nullptr;
   return guarded(error, "open_checkpoint", [&]() -> Result<void> {
-    auto opened = weights::open_safetensors(std::filesystem::path(path));
+    auto opened = weights::open_safetensors(std::filesystem::path(path), weights::ParsedDigests::kSkip);
     if (!opened) return opened.error();
     *json = c_string(weights::describe_safetensors_file(opened.value()));
     return BOOST_OUTCOME_V2_NAMESPACE::success();
@@ -838,6 +838,7 @@ rootspan_status rootspan_checkpoint_hash(const char *path, const rootspan_load_o
     if (options != nullptr) o = read_struct(options);
     auto request = request_of(path, o, "hash_checkpoint");
     if (!request) return request.error();
+    request.value().record_digests = true;
     auto prepared = weights::prepare_load(request.value());
     if (!prepared) return prepared.error();
     const std::optional<weights::ShardSpec> &spec = request.value().spec;

@@ -88,7 +88,8 @@ Shard safetensors_shard(std::string file, fs::path path, SafetensorsFile safeten
 
 }  // namespace
 
-Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<std::string> &revision) {
+Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<std::string> &revision,
+                                    ParsedDigests digests) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) {
@@ -111,9 +112,9 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
     // The user named the repository: its blobs/ are as trusted as its snapshot.
     const fs::path repository = fs::canonical(path, error);
     if (error) return cannot_resolve(path, error);
-    return open_folder(snapshot.value(), std::span(&repository, 1));
+    return open_folder(snapshot.value(), std::span(&repository, 1), digests);
   }
-  if (fs::is_directory(status)) return open_folder(path, {});
+  if (fs::is_directory(status)) return open_folder(path, {}, digests);
   // A file named by the user is opened beneath its own folder too: a link
   // there leading elsewhere is refused, as it would be in a folder.
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -122,10 +123,11 @@ Result<Checkpoint> Checkpoint::open(const fs::path &path, const std::optional<st
   const std::string name = path.filename().string();
   auto input = open_checkpoint_file(folder, name, trusted.value(), path.string());
   if (!input) return input.error();
-  return open_file(folder, name, std::move(trusted).value(), std::move(input).value());
+  return open_file(folder, name, std::move(trusted).value(), std::move(input).value(), digests);
 }
 
-Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const fs::path> named) {
+Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const fs::path> named,
+                                           ParsedDigests digests) {
   auto trusted = trusted_folders_of(path, named);
   if (!trusted) return trusted.error();
   if (is_gguf_folder(path)) {
@@ -137,10 +139,10 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const
   // A link to an index that is missing (a download cut short) is still the
   // index: opening it says so, rather than looking for other files.
   if (fs::exists(fs::symlink_status(path / kShardIndexName, error))) {
-    return open_file(path, std::string(kShardIndexName), std::move(trusted).value(), nullptr);
+    return open_file(path, std::string(kShardIndexName), std::move(trusted).value(), nullptr, digests);
   }
   if (is_regular(path / "model.safetensors")) {
-    return open_file(path, "model.safetensors", std::move(trusted).value(), nullptr);
+    return open_file(path, "model.safetensors", std::move(trusted).value(), nullptr, digests);
   }
 
   std::vector<fs::path> candidates;
@@ -152,7 +154,7 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const
                       quoted_text(path.string()) + ": cannot list the folder: " + error.message());
   }
   if (candidates.size() == 1) {
-    return open_file(path, candidates.front().filename().string(), std::move(trusted).value(), nullptr);
+    return open_file(path, candidates.front().filename().string(), std::move(trusted).value(), nullptr, digests);
   }
   if (candidates.empty()) return invalid(nothing_loadable(path));
   std::sort(candidates.begin(), candidates.end());
@@ -167,22 +169,22 @@ Result<Checkpoint> Checkpoint::open_folder(const fs::path &path, std::span<const
 }
 
 Result<Checkpoint> Checkpoint::open_file(const fs::path &folder, const std::string &name, std::vector<fs::path> trusted,
-                                         std::shared_ptr<const InputFile> input) {
+                                         std::shared_ptr<const InputFile> input, ParsedDigests digests) {
   if (!input) {
     auto opened = open_checkpoint_file(folder, name, trusted, (folder / name).string());
     if (!opened) return opened.error();
     input = std::move(opened).value();
   }
-  if (name.ends_with(kIndexSuffix)) return open_sharded(folder, name, *input, std::move(trusted));
+  if (name.ends_with(kIndexSuffix)) return open_sharded(folder, name, *input, std::move(trusted), digests);
   if (is_gguf_file(name, *input)) return open_gguf(folder, name, std::move(input), std::move(trusted));
-  auto checkpoint = open_single(folder, name, std::move(input));
+  auto checkpoint = open_single(folder, name, std::move(input), digests);
   if (checkpoint) checkpoint.value().trusted_ = std::move(trusted);
   return checkpoint;
 }
 
 Result<Checkpoint> Checkpoint::open_single(const fs::path &folder, const std::string &name,
-                                           std::shared_ptr<const InputFile> input) {
-  auto safetensors = open_safetensors(*input);
+                                           std::shared_ptr<const InputFile> input, ParsedDigests digests) {
+  auto safetensors = open_safetensors(*input, digests);
   if (!safetensors) return safetensors.error();
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
@@ -193,7 +195,8 @@ Result<Checkpoint> Checkpoint::open_single(const fs::path &folder, const std::st
 }
 
 Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::string &index_file_name,
-                                            const InputFile &index_file, std::vector<fs::path> trusted) {
+                                            const InputFile &index_file, std::vector<fs::path> trusted,
+                                            ParsedDigests digests) {
   const std::string index_name = (folder / index_file_name).string();
   auto text = read_whole_file(index_file, kMaxIndexBytes, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation);
   if (!text) return text.error();
@@ -212,7 +215,7 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::s
       }
       return failed;
     }
-    auto safetensors = open_safetensors(*input.value());
+    auto safetensors = open_safetensors(*input.value(), digests);
     if (!safetensors) {
       // The cause names the real path; say which index entry led there.
       Diagnostic failed = safetensors.error();
@@ -251,10 +254,14 @@ Result<Checkpoint> Checkpoint::open_sharded(const fs::path &folder, const std::s
                                 " bytes (advisory, ignored)");
   }
   checkpoint.index_ = std::move(index).value();
-  Sha256 index_digest;
-  index_digest.update(std::as_bytes(std::span(text.value())));
+  std::string index_sha256;
+  if (digests == ParsedDigests::kTake) {
+    Sha256 index_digest;
+    index_digest.update(std::as_bytes(std::span(text.value())));
+    index_sha256 = index_digest.hex_digest();
+  }
   checkpoint.index_file_ =
-      IndexFile{index_file_name, index_file.real_path(), index_digest.hex_digest(), text.value().size()};
+      IndexFile{index_file_name, index_file.real_path(), std::move(index_sha256), text.value().size()};
   return checkpoint;
 }
 

@@ -21,6 +21,7 @@
 #include "core/diagnostic.hpp"
 #include "weights/checkpoints/shard.hpp"
 #include "weights/files/input_file.hpp"
+#include "weights/formats/safetensors.hpp"
 #include "weights/formats/shard_index.hpp"
 #include "weights/formats/string_map.hpp"
 
@@ -31,7 +32,7 @@ namespace rootspan::weights {
 struct IndexFile {
   std::string file;                 // its name in the checkpoint folder
   std::filesystem::path real_path;  // where the descriptor it was read from lies
-  std::string sha256;               // of the bytes read
+  std::string sha256;               // of the bytes read (empty when opened with ParsedDigests::kSkip)
   std::uint64_t bytes = 0;
 };
 
@@ -65,8 +66,11 @@ class Checkpoint {
   // only adds a note.
   // Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT or ROOTSPAN_ERR_IO, operation
   // "open_checkpoint", naming the files and tensors involved.
+  // `digests`: whether each header (Shard::header_sha256) and the index
+  // (IndexFile::sha256) are hashed as parsed; skipped, both are empty.
   static Result<Checkpoint> open(const std::filesystem::path &path,
-                                 const std::optional<std::string> &revision = std::nullopt);
+                                 const std::optional<std::string> &revision = std::nullopt,
+                                 ParsedDigests digests = ParsedDigests::kTake);
 
   // The checkpoint folder: shard names are relative to it.
   const std::filesystem::path &folder() const { return folder_; }
@@ -96,19 +100,20 @@ class Checkpoint {
   // *.safetensors file, or its GGUF file. `named` is a cache repository the
   // user named, the folder being one of its snapshots (checkpoint_file.hpp).
   static Result<Checkpoint> open_folder(const std::filesystem::path &folder,
-                                        std::span<const std::filesystem::path> named);
+                                        std::span<const std::filesystem::path> named, ParsedDigests digests);
   // The checkpoint file `name` in `folder`, by what it is: an index, a GGUF
   // file (by its name or its magic) or a safetensors file. `input` is the
   // file already opened, or null to open it beneath `trusted`.
   static Result<Checkpoint> open_file(const std::filesystem::path &folder, const std::string &name,
                                       std::vector<std::filesystem::path> trusted,
-                                      std::shared_ptr<const InputFile> input);
+                                      std::shared_ptr<const InputFile> input, ParsedDigests digests);
   static Result<Checkpoint> open_single(const std::filesystem::path &folder, const std::string &name,
-                                        std::shared_ptr<const InputFile> input);
+                                        std::shared_ptr<const InputFile> input, ParsedDigests digests);
   // The index `index` (read from `input`) names the shards relative to
   // `folder`; each opens beneath `trusted`.
   static Result<Checkpoint> open_sharded(const std::filesystem::path &folder, const std::string &index,
-                                         const InputFile &input, std::vector<std::filesystem::path> trusted);
+                                         const InputFile &input, std::vector<std::filesystem::path> trusted,
+                                         ParsedDigests digests);
   // A GGUF file `name` in `folder`, or a split GGUF named by any of its
   // parts, each part opened beneath `trusted` (open_gguf_parts in
   // gguf_checkpoint.hpp); `input` is `name` opened.

@@ -36,7 +36,8 @@ struct Shard {
   // it, and the load maps and reads it, never reopening `path` by name.
   std::shared_ptr<const InputFile> input = nullptr;
   // The SHA-256 of bytes [0, data_offset) as they were parsed (empty when
-  // not known): a verified load reads them again and must find the same.
+  // not known, or not taken: ParsedDigests): a verified load reads them again
+  // and must find the same.
   std::string header_sha256;
 };
 

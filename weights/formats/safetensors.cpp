@@ -349,13 +349,13 @@ Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes,
       std::filesystem::path(file_name), file_bytes.size(), header_size, std::move(header).value(), {}};
 }
 
-Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path) {
+Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path, ParsedDigests digests) {
   auto file = InputFile::open(path, kOperation, ROOTSPAN_ERR_INVALID_CHECKPOINT);
   if (!file) return file.error();
-  return open_safetensors(file.value());
+  return open_safetensors(file.value(), digests);
 }
 
-Result<SafetensorsFile> open_safetensors(const InputFile &input) {
+Result<SafetensorsFile> open_safetensors(const InputFile &input, ParsedDigests digests) {
   const std::filesystem::path &path = input.path();
   const std::string file_name = path.string();
   const Failure fail{file_name};
@@ -376,12 +376,16 @@ Result<SafetensorsFile> open_safetensors(const InputFile &input) {
   if (!read) return read.error();
   auto header = parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name);
   if (!header) return header.error();
-  // The bytes just parsed, so that a verified load can prove they are the
-  // ones it hashes (weights/digests/landing.hpp).
-  Sha256 parsed;
-  parsed.update(prefix);
-  parsed.update(std::as_bytes(std::span(header_json)));
-  return SafetensorsFile{path, file_size, header_size, std::move(header).value(), parsed.hex_digest()};
+  SafetensorsFile opened{path, file_size, header_size, std::move(header).value(), {}};
+  if (digests == ParsedDigests::kTake) {
+    // The bytes just parsed, so that a verified load can prove they are the
+    // ones it hashes (weights/digests/landing.hpp).
+    Sha256 parsed;
+    parsed.update(prefix);
+    parsed.update(std::as_bytes(std::span(header_json)));
+    opened.header_sha256 = parsed.hex_digest();
+  }
+  return opened;
 }
 
 }  // namespace rootspan::weights

@@ -61,7 +61,8 @@ struct SafetensorsFile {
   std::uint64_t file_size = 0;    // fstat at open
   std::uint64_t header_size = 0;  // N
   SafetensorsHeader header;
-  std::string header_sha256;  // of the prefix and header as read by open_safetensors; empty from parse_safetensors
+  std::string header_sha256;  // of the prefix and header as read by open_safetensors (ParsedDigests::kTake);
+                              // empty from parse_safetensors and with ParsedDigests::kSkip
 
   // Absolute file offset of the data section: 8 + N.
   std::uint64_t data_offset() const { return kSafetensorsPrefix + header_size; }
@@ -86,11 +87,19 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
 // and data section.
 Result<SafetensorsFile> parse_safetensors(std::span<const std::byte> file_bytes, std::string_view file_name);
 
+// Whether opening takes the SHA-256 of the bytes it parsed (a safetensors
+// prefix and header, a shard index). A verified load proves with them that it
+// hashed the very bytes it parsed, and a digest manifest records them; any
+// other open skips the work, and with it the crypto library's first-use start
+// (a millisecond and more) in a process that hashes nothing else.
+enum class ParsedDigests { kTake, kSkip };
+
 // Opens a safetensors file and reads its length prefix and header with pread,
 // nothing of the data section. ROOTSPAN_ERR_IO when the file cannot be read.
-Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path);
+Result<SafetensorsFile> open_safetensors(const std::filesystem::path &path,
+                                         ParsedDigests digests = ParsedDigests::kTake);
 // The same from a file already opened (once, beneath its folder); it names
 // the file by file.path().
-Result<SafetensorsFile> open_safetensors(const InputFile &file);
+Result<SafetensorsFile> open_safetensors(const InputFile &file, ParsedDigests digests = ParsedDigests::kTake);
 
 }  // namespace rootspan::weights

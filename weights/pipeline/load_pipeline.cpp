@@ -50,7 +50,8 @@ Result<DigestPlan> digest_plan(const LoadRequest &request, const PreparedLoad &p
 }  // namespace
 
 Result<Checkpoint> open_requested_checkpoint(const LoadRequest &request) {
-  return Checkpoint::open(request.path, request.revision);
+  const bool digests = checks_digests(request) || request.record_digests;
+  return Checkpoint::open(request.path, request.revision, digests ? ParsedDigests::kTake : ParsedDigests::kSkip);
 }
 
 Result<PreparedLoad> prepare_load(const LoadRequest &request) {

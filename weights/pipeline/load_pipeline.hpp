@@ -46,6 +46,9 @@ struct LoadRequest {
   // A signed model (signed_model.hpp): the signature checked before any
   // file is read, then each signed file hashed as check_digests does.
   std::optional<SignatureRequest> signature;
+  // A digest manifest is made of the checkpoint (rootspan_checkpoint_hash):
+  // it records the digests of what opening parsed, as a verified load checks them.
+  bool record_digests = false;
 };
 
 // A request as far as the files' headers take it: nothing read but headers,
@@ -57,7 +60,8 @@ struct PreparedLoad {
 };
 
 // The first step alone: the checkpoint the request names (inspect without a
-// schema stops here).
+// schema stops here), its headers and index hashed as parsed only for a
+// request that checks or records digests (ParsedDigests).
 Result<Checkpoint> open_requested_checkpoint(const LoadRequest &request);
 
 // open -> schema -> select -> resolve -> plan. Errors are those of each
