@@ -44,7 +44,7 @@ _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # Mapped, a file of at most this many tensors is loaded whole at the first tensor asked for: its header is
 # parsed either way, and a whole load of it costs a few milliseconds more than a load of one tensor (a MoE
 # shard of 1,265 tensors: 8 ms against 3), while a caller reading every tensor, the usual one, saves that
-# single load. Real checkpoints' shards hold far fewer; a file of more keeps the single load first.
+# single load. Most checkpoints' shards hold fewer; a file of more keeps the single load first.
 _MAPPED_WHOLE_UP_TO = 2048
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
@@ -121,9 +121,10 @@ class safe_open:
         self._loads = []  # the Weights of every load made; closed with the handle
         self._by_name = {}  # tensor name -> its Component (None for an empty tensor), once loaded
         self._whole = False  # every tensor is loaded
-        # tensor name -> the lease its tensors are made under, made for every tensor at once when the whole
-        # file is loaded (rootspan.weights.map_leases: one library call, not four a tensor); a tensor's first
-        # export takes it over, and close() drops those never asked for
+        # tensor name -> the lease its tensors are made under, made at once for every tensor the whole load
+        # does not hand out as a view below (another device, memory of its own: rootspan.weights.map_leases,
+        # one library call, not four a tensor); a tensor's first export takes it over, and close() drops
+        # those never asked for
         self._leases = {}
         # tensor name -> its bytes (a uint8 numpy array) in the one mapping of the file a load of all the rest
         # on the CPU hands out (rootspan.weights.map_file_views): every tensor of that name is a view of them
