@@ -478,6 +478,21 @@ ROOTSPAN_API rootspan_status rootspan_weights_map_components(rootspan_weights *w
                                                              rootspan_component_mapping *mappings,
                                                              rootspan_error **error);
 
+/* Added in 0.7.0. Ends what rootspan_weights_map_components gave, many
+ * components in one call: for each of mappings[0 .. count - 1] (each
+ * struct_size set), rootspan_unmap of its mapping, then rootspan_claim_release
+ * of its claim, each field set to NULL (and data) as it goes; a field NULL
+ * already is skipped, so a second call does nothing. Stops at the first claim
+ * that cannot be released (BUSY while another mapping or device access of it
+ * lives), naming its index: that entry's mapping is ended and its claim kept,
+ * the entries after it untouched. INVALID_ARGUMENT, ending nothing, for NULL
+ * mappings with a non-zero count or a struct_size that is not a published
+ * size (naming the index). count 0 does nothing. Operation
+ * "weights_unmap_components". The weights the components came from need not
+ * be live: a mapping and its claim belong to the context. */
+ROOTSPAN_API rootspan_status rootspan_weights_unmap_components(rootspan_component_mapping *mappings, size_t count,
+                                                               rootspan_error **error);
+
 /* Releases every component's root (those not released already) and frees the
  * weights. Fails with ROOTSPAN_ERR_BUSY, freeing nothing, while a component is
  * still claimed; ROOTSPAN_ERR_INVALID_ARGUMENT, touching nothing, for weights

@@ -694,6 +694,61 @@ TEST_F(MapComponentsTest, BadArgumentsAreRefusedNamingWhatWasWrong) {
   EXPECT_NE(failure(raw).find("not a live handle"), std::string::npos);
 }
 
+TEST_F(MapComponentsTest, UnmapComponentsEndsEveryMappingAndClaimAtOnce) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 96);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  std::vector<rootspan_component_mapping> mappings = sized(3);
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
+  // A second mapping under b's claim keeps that claim in use: the call stops there.
+  rootspan_mapping *extra = nullptr;
+  ASSERT_EQ(rootspan_map_read(mappings[1].claim, ROOTSPAN_DTYPE_U8, 0, 16, &extra, nullptr), ROOTSPAN_OK);
+  ASSERT_EQ(rootspan_weights_unmap_components(mappings.data(), 3, &raw), ROOTSPAN_ERR_BUSY);
+  const std::string busy = failure(raw);
+  EXPECT_NE(busy.find("mappings[1]: "), std::string::npos) << busy;
+  EXPECT_EQ(mappings[0].claim, nullptr) << "a, before it, is ended";
+  EXPECT_EQ(mappings[0].mapping, nullptr);
+  EXPECT_EQ(mappings[1].mapping, nullptr) << "b's mapping is ended, its claim kept";
+  EXPECT_NE(mappings[1].claim, nullptr);
+  EXPECT_NE(mappings[2].mapping, nullptr) << "c, after it, untouched";
+  EXPECT_NE(mappings[2].claim, nullptr);
+  EXPECT_EQ(rootspan_weights_free(weights_, nullptr), ROOTSPAN_ERR_BUSY) << "b and c are still claimed";
+
+  ASSERT_EQ(rootspan_unmap(extra), ROOTSPAN_OK);
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_unmap_components(mappings.data(), 3, &raw), ROOTSPAN_OK) << failure(raw);
+  for (const rootspan_component_mapping &m : mappings) {
+    EXPECT_EQ(m.claim, nullptr);
+    EXPECT_EQ(m.mapping, nullptr);
+    EXPECT_EQ(m.data, nullptr);
+  }
+  EXPECT_EQ(rootspan_weights_unmap_components(mappings.data(), 3, nullptr), ROOTSPAN_OK) << "ended: nothing to do";
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << failure(raw);
+  weights_ = nullptr;
+}
+
+TEST_F(MapComponentsTest, UnmapComponentsRefusesBadArgumentsEndingNothing) {
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 97);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  std::vector<rootspan_component_mapping> mappings = sized(3);
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
+  EXPECT_EQ(rootspan_weights_unmap_components(nullptr, 1, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(failure(raw).find("mappings is NULL with a non-zero count"), std::string::npos);
+  EXPECT_EQ(rootspan_weights_unmap_components(nullptr, 0, nullptr), ROOTSPAN_OK) << "none: nothing";
+  const std::vector<rootspan_component_mapping> before = mappings;
+  mappings[2].struct_size = 4;
+  raw = nullptr;
+  EXPECT_EQ(rootspan_weights_unmap_components(mappings.data(), 3, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  const std::string short_struct = failure(raw);
+  EXPECT_NE(short_struct.find("mappings[2].struct_size 4"), std::string::npos) << short_struct;
+  EXPECT_EQ(mappings[0].mapping, before[0].mapping) << "nothing ended before the structs were checked";
+  EXPECT_EQ(mappings[0].claim, before[0].claim);
+  mappings[2].struct_size = sizeof(rootspan_component_mapping);
+  unmap_all(mappings);
+}
+
 TEST_F(WeightsCApiTest, AnInMemoryFileIsDescribedByTheSameRules) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"w", "F32", {2, 3}}, {"n", "U8", {5}}}, 24);
   char *json = nullptr;

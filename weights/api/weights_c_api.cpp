@@ -683,6 +683,35 @@ rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_
   });
 }
 
+rootspan_status rootspan_weights_unmap_components(rootspan_component_mapping *mappings, size_t count,
+                                                  rootspan_error **error) {
+  constexpr const char *kOperation = "weights_unmap_components";
+  if (mappings == nullptr && count != 0) return invalid(error, kOperation, "mappings is NULL with a non-zero count");
+  for (std::size_t i = 0; i < count; ++i) {
+    if (struct_size_ok(&mappings[i])) continue;  // the argument's name is built only for a refusal
+    const std::string argument = "mappings[" + std::to_string(i) + "]";
+    return check_struct(error, &mappings[i], kOperation, argument.c_str());
+  }
+  return guarded(error, kOperation, [&]() -> rootspan::Result<void> {
+    for (std::size_t i = 0; i < count; ++i) {
+      rootspan_component_mapping &m = mappings[i];
+      if (m.mapping != nullptr) {
+        rootspan::unmap(*mapping_of(m.mapping));
+        m.mapping = nullptr;
+        m.data = nullptr;
+      }
+      if (m.claim == nullptr) continue;
+      if (auto released = rootspan::claim_release(*claim_of(m.claim)); !released) {
+        rootspan::Diagnostic failure = std::move(released).error();
+        failure.cause = "mappings[" + std::to_string(i) + "]: " + failure.cause;
+        return failure;
+      }
+      m.claim = nullptr;
+    }
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
 rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error **error) {
   if (weights == nullptr) return ROOTSPAN_OK;
   const auto held = hold<Writing>(weights);

@@ -281,6 +281,7 @@ PROTOTYPES = {
     "rootspan_weights_source_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
     "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
     "rootspan_weights_map_components": (c_int32, [_P, c_size_t, c_size_t, POINTER(ComponentMapping), _ERR]),
+    "rootspan_weights_unmap_components": (c_int32, [POINTER(ComponentMapping), c_size_t, _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
     "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),

@@ -204,7 +204,7 @@ def _map_leases(components):
             wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
                             (components[at]._lease is None or components[at]._lease() is None))
             for run in _runs(wanted):
-                for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)):
+                for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)[1]):
                     lease = _memory._Lease(wstate.context_state, _ExportClaim(wstate, index, claim), mapping,
                                            own_claim=True, address=data, nbytes=nbytes)
                     components[at]._lease = weakref.ref(lease)
@@ -226,14 +226,15 @@ def _runs(wanted):
 
 def _map_components(wstate, run):
     """Claims and maps the components of run, consecutive indices of one load, in one C call (holding the
-    context's lock): [(claim, mapping, address, nbytes)] in run's order. [] when the call failed: nothing
-    was claimed or mapped, and each component then makes its own lease, and says what is wrong."""
+    context's lock): (the filled rootspan_component_mapping array, which rootspan_weights_unmap_components
+    ends in one call, [(claim, mapping, address, nbytes)] in run's order). (None, []) when the call failed:
+    nothing was claimed or mapped, and each component then makes its own lease, and says what is wrong."""
     state = wstate.context_state
     mappings = (_abi.ComponentMapping * len(run)).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * len(run))
     if state.lib.rootspan_weights_map_components(wstate.handle, run[0][0], len(run), mappings, None) != _abi.OK:
-        return []
-    return [(claim, mapping, data or 0, nbytes)
-            for _, claim, mapping, data, nbytes, _ in struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)]
+        return None, []
+    return mappings, [(claim, mapping, data or 0, nbytes) for _, claim, mapping, data, nbytes, _ in
+                      struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)]
 
 
 def map_file_views(components):
@@ -266,11 +267,21 @@ def _map_file_views(components):
             return views
         wanted.sort()
         by_file = {}  # source file -> [(index, position, claim, mapping, address, nbytes)]
+        # source file -> its runs' mapping arrays where a run holds nothing of another file (ended in one
+        # call each), and the (claim, mapping) of its components in runs shared with others (one by one)
+        ends = {}
         for run in _runs(wanted):  # one C call for each run of consecutive indices
-            for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)):
-                by_file.setdefault(components[at].source_file, []).append((index, at, claim, mapping, data, nbytes))
-        for held in by_file.values():
-            lease = _FileLease(wstate, held)
+            mappings, mapped = _map_components(wstate, run)
+            files = {components[at].source_file for _, at in run} if mapped else ()
+            if len(files) == 1:
+                ends.setdefault(next(iter(files)), ([], []))[0].append(mappings)
+            for (index, at), (claim, mapping, data, nbytes) in zip(run, mapped):
+                file = components[at].source_file
+                by_file.setdefault(file, []).append((index, at, claim, mapping, data, nbytes))
+                if len(files) > 1:
+                    ends.setdefault(file, ([], []))[1].append((claim, mapping))
+        for file, held in by_file.items():
+            lease = _FileLease(wstate, held, *ends[file])
             flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False)
             base = lease.address
             for _, at, _, _, data, nbytes in held:
@@ -284,10 +295,14 @@ class _FileLease:
     the one mapping the load made of the file, so the span is mapped memory, read only through the views
     of the components themselves."""
 
-    def __init__(self, wstate, held):  # held: [(index, position, claim, mapping, address, nbytes)]
+    def __init__(self, wstate, held, arrays, singles):
+        """held: [(index, position, claim, mapping, address, nbytes)]; how they end: arrays, the mapping
+        arrays (rootspan_weights_map_components') that hold only components of held, each in one call, and
+        singles, the (claim, mapping) of the rest, one by one."""
         self.state = wstate.context_state
         self._wstate = wstate
         self._held = [(index, claim, mapping) for index, _, claim, mapping, _, _ in held]
+        self._ends = (arrays, singles)
         self.address = min([data for *_, data, _ in held])
         self.nbytes = max([data + nbytes for *_, data, nbytes in held]) - self.address
         exported = wstate.exported
@@ -313,10 +328,14 @@ class _FileLease:
             state.leases -= 1
             if state.handle is not None:  # a destroyed context already released everything
                 lib = state.lib
-                exported = self._wstate.exported
-                for index, claim, mapping in held:
+                (arrays, singles), self._ends = self._ends, ([], [])
+                for mappings in arrays:  # each array's mappings and claims in one call
+                    lib.rootspan_weights_unmap_components(mappings, len(mappings), None)
+                for claim, mapping in singles:
                     lib.rootspan_unmap(mapping)
                     lib.rootspan_claim_release(claim, None)
+                exported = self._wstate.exported
+                for index, _, _ in held:
                     exported[index] = False
                 self._wstate.release_given_up([index for index, _, _ in held])
                 state.after_release()  # a context close waiting for this lease

@@ -331,6 +331,50 @@ class Lifetime(Base):
                         gc.collect()
                         self.assertIsNone(state.handle, "the last one gone, the weights are freed")
 
+    def test_a_file_lease_ends_its_mappings_in_one_call_per_run(self):
+        """A file lease ends the claims and mappings of each run it mapped in one call
+        (rootspan_weights_unmap_components) where the run holds only that file's components, and one by one
+        where a run of consecutive components spans files (a sharded checkpoint whose names interleave
+        across shards); either way nothing stays claimed or mapped."""
+        import json
+        from unittest import mock
+        from rootspan.weights import map_file_views
+        with tempfile.TemporaryDirectory() as folder:
+            one = os.path.join(folder, "one.safetensors")
+            write_safetensors(one, {f"t{i}": ("F32", [2], struct.pack("<2f", i, i)) for i in range(4)})
+            sharded = os.path.join(folder, "sharded")
+            os.mkdir(sharded)
+            weight_map = {}
+            for shard, names in (("a.safetensors", ["t0", "t2"]), ("b.safetensors", ["t1", "t3"])):
+                write_safetensors(os.path.join(sharded, shard),
+                                  {n: ("F32", [2], struct.pack("<2f", 1, 2)) for n in names})
+                weight_map.update((n, shard) for n in names)
+            with open(os.path.join(sharded, "model.safetensors.index.json"), "w") as f:
+                json.dump({"weight_map": weight_map}, f)
+            for path, bulk_calls, unmaps in ((one, 1, 0), (sharded, 0, 4)):
+                with self.subTest(path=os.path.basename(path)):
+                    weights = self.ctx.load(path, strategy="mmap")
+                    views = map_file_views(list(weights.values()))
+                    self.assertEqual(len(views), 4)
+                    state = weights._wstate
+                    weights.close()
+                    lib = state.context_state.lib
+                    calls = {"rootspan_weights_unmap_components": [], "rootspan_unmap": []}
+                    real = {name: getattr(lib, name) for name in calls}
+                    patches = [mock.patch.object(lib, name, side_effect=lambda *a, name=name: calls[name].append(a)
+                                                 or real[name](*a)) for name in calls]
+                    for patch in patches:
+                        patch.start()
+                    try:
+                        del views
+                        gc.collect()
+                    finally:
+                        for patch in patches:
+                            patch.stop()
+                    self.assertEqual(len(calls["rootspan_weights_unmap_components"]), bulk_calls)
+                    self.assertEqual(len(calls["rootspan_unmap"]), unmaps)
+                    self.assertIsNone(state.handle, "every claim ended: the weights are freed")
+
     def test_leases_mapped_at_once_are_each_components_own(self):
         """rootspan.weights.map_leases (how the loaders map every tensor of a load in one call): each lease is
         the one its component exports under; a component with a lease already keeps it; a run that cannot be
