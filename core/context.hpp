@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -64,9 +65,12 @@ class Context {
   // Busy while claims are live; the root then stays valid.
   Result<void> release(Root *root);
   // Releases every root of `roots` or none: Busy (naming the first claimed
-  // one, by `names[i]` when given) if any is claimed, with the claim checks
-  // and the removal done under one hold of every root's lock.
-  Result<void> release_together(const std::vector<Root *> &roots, const std::vector<std::string> &names);
+  // one, roots[i], by `name_of(i)` when given, else by its id) if any is
+  // claimed, with the claim checks and the removal done under one hold of
+  // every root's lock. The name is made only for that error: a load frees
+  // thousands of roots at once.
+  Result<void> release_together(const std::vector<Root *> &roots,
+                                const std::function<std::string(std::size_t)> &name_of = {});
 
   Result<std::shared_ptr<Provider>> provider(const std::string &name) const;
   // Snapshots: providers may be added from another thread meanwhile.

@@ -8,7 +8,8 @@
 
 namespace rootspan {
 
-Result<void> Context::release_together(const std::vector<Root *> &roots, const std::vector<std::string> &names) {
+Result<void> Context::release_together(const std::vector<Root *> &roots,
+                                       const std::function<std::string(std::size_t)> &name_of) {
   // Lock order: the table, then roots by address (release() takes the table
   // and one root; claims take one root).
   std::vector<Root *> ordered(roots);
@@ -23,7 +24,7 @@ Result<void> Context::release_together(const std::vector<Root *> &roots, const s
     for (std::size_t i = 0; i < roots.size(); ++i) {
       const Root &root = *roots[i];
       if (root.claims.live_count() != 0) {
-        const std::string what = i < names.size() ? names[i] : "root " + std::to_string(root.id);
+        const std::string what = name_of ? name_of(i) : "root " + std::to_string(root.id);
         Diagnostic d = make_error(
             ROOTSPAN_ERR_BUSY, "weights_free",
             what + " is still claimed (" + describe_claim(*root.claims.first_live()) + "); nothing was released", 0,

@@ -570,6 +570,13 @@ TEST_F(WeightsCApiTest, ReleasingOneComponentKeepsTheOthersAndFreeSkipsIt) {
             std::string::npos)
       << rootspan_error_message(missing.get());
   EXPECT_EQ(rootspan_weights_release_component(nullptr, 0, nullptr), ROOTSPAN_ERR_INVALID_ARGUMENT);
+  // With a released, the first root free checks is b's: the error names it by its component.
+  raw = nullptr;
+  ASSERT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_ERR_BUSY);
+  ErrorPtr still(raw);
+  EXPECT_NE(std::string(rootspan_error_message(still.get())).find("component \"b\" is still claimed"),
+            std::string::npos)
+      << rootspan_error_message(still.get());
 
   ASSERT_EQ(rootspan_claim_release(claim, nullptr), ROOTSPAN_OK);
   ASSERT_EQ(rootspan_weights_free(weights_, &raw), ROOTSPAN_OK) << describe(raw);  // only b was left

@@ -596,7 +596,8 @@ rootspan_status rootspan_weights_release_component(rootspan_weights *weights, si
   weights::LoadedComponent &component = components[index];
   if (component.root == nullptr) return ROOTSPAN_OK;
   const rootspan_status status = guarded(error, kOperation, [&] {
-    return (*held)->context->release_together({component.root}, {"component \"" + component.id + "\""});
+    return (*held)->context->release_together({component.root},
+                                              [&](std::size_t) { return "component \"" + component.id + "\""; });
   });
   if (status == ROOTSPAN_OK) component.root = nullptr;
   return status;
@@ -717,15 +718,19 @@ rootspan_status rootspan_weights_free(rootspan_weights *weights, rootspan_error 
   const auto held = hold<Writing>(weights);
   if (!held) return invalid(error, "weights_free", kNotLive);
   // All or nothing: the claim checks and the releases under one hold.
+  const auto &components = (*held)->result.components;
   std::vector<rootspan::Root *> roots;
-  std::vector<std::string> names;
-  for (const weights::LoadedComponent &c : (*held)->result.components) {
-    if (c.root == nullptr) continue;  // released on its own
-    roots.push_back(c.root);
-    names.push_back("component \"" + c.id + "\"");
+  std::vector<std::size_t> indices;  // roots[i] is components[indices[i]]'s: its name for a Busy error
+  roots.reserve(components.size());
+  indices.reserve(components.size());
+  for (std::size_t i = 0; i < components.size(); ++i) {
+    if (components[i].root == nullptr) continue;  // released on its own
+    roots.push_back(components[i].root);
+    indices.push_back(i);
   }
+  const auto name_of = [&](std::size_t i) { return "component \"" + components[indices[i]].id + "\""; };
   const rootspan_status status =
-      guarded(error, "weights_free", [&] { return (*held)->context->release_together(roots, names); });
+      guarded(error, "weights_free", [&] { return (*held)->context->release_together(roots, name_of); });
   if (status == ROOTSPAN_OK) {
     // Calls waiting for the lock see `freed`; later ones find no handle. The
     // object goes with the last hold (this one, or a waiting call's).
