@@ -50,12 +50,15 @@ def numpy_dtype(name):
 def to_numpy(component, name, shape):
     """A writable (copy-on-write) numpy array over the component's bytes (component None: an empty tensor)."""
     import numpy
-    dtype = numpy_dtype(name)
     if component is None:
-        return numpy.empty(shape, dtype=dtype)  # no bytes to share
+        return numpy.empty(shape, dtype=numpy_dtype(name))  # no bytes to share
     lease = component._export_lease()
-    flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), component.read_only)
-    return flat.view(dtype).reshape(shape)
+    return shaped(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), component.read_only), name, shape)
+
+
+def shaped(flat, name, shape):
+    """A tensor's flat bytes (a uint8 numpy array) as its numpy array of element type name and shape."""
+    return flat.view(numpy_dtype(name)).reshape(shape)
 
 
 _torch_dtypes = {}  # element type -> torch dtype, looked up once (every tensor asks)

@@ -176,7 +176,7 @@ class safe_open:
             view = self._views.get(name)
             if view is not None:  # the device is the CPU
                 if numpy:
-                    return view.view(_tensors.numpy_dtype(dtype)).reshape(shape)
+                    return _tensors.shaped(view, dtype, shape)
                 return _tensors.tensor_of_view(view, component, SafetensorError)
             if numpy:
                 array = _tensors.to_numpy(component, dtype, shape)
