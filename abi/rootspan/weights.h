@@ -177,21 +177,31 @@ typedef struct rootspan_load_options {
                                                  with a certificate; certificate_chain_count of them */
   size_t certificate_chain_count;
   int32_t ignore_unsigned_files; /* non-zero: files of the folder the signature does not name are not refused */
+  /* With MMAP: non-zero populates the mapping as AUTO populates one on its
+   * own, where populate above always does: when fewer than half of the
+   * files' pages sampled are in the page cache, on a local block device,
+   * and the checkpoint fits in the memory available; otherwise pages fault
+   * in when first touched, and nothing is ever copied. For a caller that
+   * will touch every byte (the drop-in's load_file) but should pay no
+   * populate pass over files the page cache holds. The report's reason says
+   * which. Ignored with populate set, and by the other strategies. */
+  int32_t populate_when_cold;
 } rootspan_load_options;
-#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD ignore_unsigned_files
+#define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD populate_when_cold
 #define ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE ROOTSPAN_STRUCT_END(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD)
 ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE);
 /* Published sizes (the end of each version's last field, oldest first): 0.1.0 up to progress_context; 0.2.0
  * up to revision (the subset), split_rule_count (tensor-parallel; a caller may know either group) and
  * staging_buffer_count; 0.3.0 copy_on_write; 0.4.0 digests_path; 0.5.0 populate; 0.6.0 source_digests;
- * 0.7.0 ignore_unsigned_files. */
+ * 0.7.0 ignore_unsigned_files, then populate_when_cold. */
 #define ROOTSPAN_LOAD_OPTIONS_PUBLISHED_SIZES                                                                         \
   ROOTSPAN_STRUCT_END(rootspan_load_options, progress_context), ROOTSPAN_STRUCT_END(rootspan_load_options, revision), \
       ROOTSPAN_STRUCT_END(rootspan_load_options, split_rule_count),                                                   \
       ROOTSPAN_STRUCT_END(rootspan_load_options, staging_buffer_count),                                               \
       ROOTSPAN_STRUCT_END(rootspan_load_options, copy_on_write),                                                      \
       ROOTSPAN_STRUCT_END(rootspan_load_options, digests_path), ROOTSPAN_STRUCT_END(rootspan_load_options, populate), \
-      ROOTSPAN_STRUCT_END(rootspan_load_options, source_digests), ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
+      ROOTSPAN_STRUCT_END(rootspan_load_options, source_digests),                                                     \
+      ROOTSPAN_STRUCT_END(rootspan_load_options, ignore_unsigned_files), ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE
 
 /* The components a load made. Owns their roots until rootspan_weights_free.
  * Threads: any call may run on one thread while another releases a component

@@ -244,7 +244,7 @@ std::vector<Contract> StructSizeContract::contracts() {
         END(rootspan_load_options, split_rule_count), END(rootspan_load_options, staging_buffer_count),
         END(rootspan_load_options, copy_on_write), END(rootspan_load_options, digests_path),
         END(rootspan_load_options, populate), END(rootspan_load_options, source_digests),
-        END(rootspan_load_options, ignore_unsigned_files)},
+        END(rootspan_load_options, ignore_unsigned_files), END(rootspan_load_options, populate_when_cold)},
        alignof(rootspan_load_options),
        false,
        [](void *p) {

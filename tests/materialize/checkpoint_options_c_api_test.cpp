@@ -81,8 +81,10 @@ static_assert(offsetof(rootspan_load_options, source_digests) > offsetof(rootspa
 static_assert(offsetof(rootspan_load_options, signature_path) > offsetof(rootspan_load_options, source_digests));
 static_assert(offsetof(rootspan_load_options, ignore_unsigned_files) >
               offsetof(rootspan_load_options, certificate_chain_count));
-static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
+static_assert(offsetof(rootspan_load_options, populate_when_cold) >
               offsetof(rootspan_load_options, ignore_unsigned_files));
+static_assert(offsetof(rootspan_load_options, ROOTSPAN_LOAD_OPTIONS_LAST_FIELD) ==
+              offsetof(rootspan_load_options, populate_when_cold));
 static_assert(offsetof(rootspan_inspect_options, ROOTSPAN_INSPECT_OPTIONS_LAST_FIELD) ==
               offsetof(rootspan_inspect_options, revision));
 

@@ -68,6 +68,47 @@ TEST(AutoStrategy, AColdCheckpointOnALocalDiskIsMappedAndPopulated) {
                    .populate);
 }
 
+StrategyChoice mmap_when_cold(FileSystemKind kind, const char *name, std::optional<double> resident,
+                              std::uint64_t total = kGiB, std::optional<std::uint64_t> available = 16 * kGiB) {
+  StrategyInputs in{"model.safetensors", {kind, name}, true, total, available, resident};
+  in.populate_when_cold = true;
+  return choose_strategy(Strategy::kMmap, in);
+}
+
+TEST(AutoStrategy, MmapPopulatedWhenColdIsPopulatedWhereAutoWouldBeAndNeverCopies) {
+  const StrategyChoice cold = mmap_when_cold(FileSystemKind::kLocal, "ext4", 0.2);
+  EXPECT_EQ(cold.strategy, Strategy::kMmap);
+  EXPECT_TRUE(cold.populate);
+  EXPECT_EQ(cold.reason,
+            "asked for mmap, populate when cold: \"model.safetensors\" is on ext4, a local file system: populated: "
+            "20% of the pages sampled were in the page cache, so they are read in before the load returns, many "
+            "reads in flight");
+  // Warm, not sampled, too big, memory unknown, or not a local block device: mapped, never populated, never read.
+  for (auto [c, why] :
+       {std::pair{mmap_when_cold(FileSystemKind::kLocal, "ext4", 0.5),
+                  "50% of the pages sampled were in the page cache"},
+        std::pair{mmap_when_cold(FileSystemKind::kLocal, "ext4", {}), "the page cache could not be sampled"},
+        std::pair{mmap_when_cold(FileSystemKind::kLocal, "ext4", 0.0, 20 * kGiB, 16 * kGiB),
+                  "the checkpoint is 21474836480 bytes against 17179869184 bytes of memory available"},
+        std::pair{mmap_when_cold(FileSystemKind::kLocal, "ext4", 0.0, kGiB, std::nullopt),
+                  "the memory available is unknown"},
+        std::pair{mmap_when_cold(FileSystemKind::kMemory, "tmpfs", 0.0), "not a local block device"},
+        std::pair{mmap_when_cold(FileSystemKind::kNetwork, "nfs", 0.0), "not a local block device"},
+        std::pair{mmap_when_cold(FileSystemKind::kOverlay, "overlay", 0.0), "not a local block device"}}) {
+    EXPECT_EQ(c.strategy, Strategy::kMmap) << c.reason;
+    EXPECT_FALSE(c.populate) << c.reason;
+    EXPECT_NE(c.reason.find("asked for mmap, populate when cold: "), std::string::npos) << c.reason;
+    EXPECT_NE(c.reason.find(std::string(": not populated: ") + why), std::string::npos) << c.reason;
+  }
+  // Only mmap takes it: the copying strategies are taken as asked.
+  StrategyInputs read{"m", {FileSystemKind::kLocal, "ext4"}, true, kGiB, 16 * kGiB, 0.0};
+  read.populate_when_cold = true;
+  const StrategyChoice r = choose_strategy(Strategy::kRead, read);
+  EXPECT_EQ(r.strategy, Strategy::kRead);
+  EXPECT_FALSE(r.populate);
+  EXPECT_EQ(r.reason, "asked for read");
+}
+
 TEST(AutoStrategy, HostMemoryReadsFromNetworkFuseAndOverlayFileSystems) {
   for (auto [kind, name, words] : {std::tuple{FileSystemKind::kNetwork, "nfs", "a network file system"},
                                    std::tuple{FileSystemKind::kNetwork, "lustre", "a network file system"},

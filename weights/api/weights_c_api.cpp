@@ -401,6 +401,7 @@ rootspan_status rootspan_weights_load(rootspan_context *context, const char *pat
     load.strategy = strategy.value();
     load.copy_on_write = o.copy_on_write != 0;
     load.populate = o.populate != 0;
+    load.populate_when_cold = o.populate_when_cold != 0;
     load.source_digests = o.source_digests != 0;
     // Checked here, before any file is opened (0 is the default).
     auto staging = weights::checked_staging_shape({o.staging_buffer_count, o.staging_buffer_bytes});

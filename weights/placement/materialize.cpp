@@ -634,19 +634,21 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
   for (const ComponentPayload &payload : schema.payloads) {
     if (packed(payload)) packed_bytes += payload.total_bytes();
   }
-  // Only auto, the copying strategies, verified loads (which copy) and packed
-  // copies weigh the memory available.
-  const std::optional<std::uint64_t> available =
-      options.strategy == Strategy::kMmap && options.digests.empty() && (packed_bytes == 0 || !host)
-          ? std::nullopt
-          : available_memory();
-  const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available);
+  // Only auto, mmap populated when cold, the copying strategies, verified
+  // loads (which copy) and packed copies weigh the memory available.
+  const std::optional<std::uint64_t> available = options.strategy == Strategy::kMmap && !options.populate_when_cold &&
+                                                         options.digests.empty() && (packed_bytes == 0 || !host)
+                                                     ? std::nullopt
+                                                     : available_memory();
+  const StrategyChoice choice = choose_strategy(options.strategy, checkpoint, host, result.total_bytes, available,
+                                                options.populate_when_cold && !options.populate);
   result.requested_strategy = options.strategy;
   result.strategy = choice.strategy;
   result.strategy_reason = choice.reason;
   LoadOptions chosen = options;
   chosen.strategy = choice.strategy;
-  chosen.populate = options.populate || choice.populate;  // auto populates a cold checkpoint that fits
+  // auto (or mmap populated when cold) populates a cold checkpoint that fits
+  chosen.populate = options.populate || choice.populate;
   // A verified load hands out the bytes it hashed, so never memory that
   // still follows a file someone can change (docs/verified-loads.md).
   if (!options.digests.empty() && host && chosen.strategy == Strategy::kMmap) {

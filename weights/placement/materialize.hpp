@@ -46,6 +46,11 @@ struct LoadOptions {
   // kMmap: zero-copy roots are read in before the load returns
   // (weights/placement/warm_mapping.hpp), for callers that touch every byte.
   bool populate = false;
+  // kMmap: populated as kAuto would populate a mapping: when the files are
+  // mostly cold on a local block device and fit in the memory available
+  // (read_strategy.hpp). For callers that touch every byte, as populate, but
+  // paying nothing when the files are in the page cache already.
+  bool populate_when_cold = false;
   // The parallel reads of the copying strategies.
   ReadEngine read_engine = ReadEngine::kAuto;
   std::size_t queue_depth = 16;

@@ -1,5 +1,7 @@
 #include "weights/placement/read_strategy.hpp"
 
+#include <utility>
+
 #include "core/text/quoting.hpp"
 #include "weights/files/file_system.hpp"
 #include "weights/files/page_cache.hpp"
@@ -49,6 +51,24 @@ std::optional<double> resident_share(const Checkpoint &checkpoint) {
 
 std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
 
+// Whether a mapping of host memory is populated before the load returns,
+// and why (a clause): only mostly cold files on a local block device, in a
+// checkpoint that fits in the memory available.
+std::pair<bool, std::string> populate_decision(const StrategyInputs &in) {
+  if (!in.host) return {false, "the memory is not host memory"};
+  if (in.fs.kind != FileSystemKind::kLocal) return {false, "not a local block device"};
+  if (!in.resident) return {false, "the page cache could not be sampled"};
+  if (*in.resident >= 0.5) return {false, percent(*in.resident) + " of the pages sampled were in the page cache"};
+  if (!in.available) return {false, "the memory available is unknown"};
+  if (in.total_bytes > *in.available) {
+    return {false, "the checkpoint is " + std::to_string(in.total_bytes) + " bytes against " +
+                       std::to_string(*in.available) + " bytes of memory available"};
+  }
+  return {true, percent(*in.resident) +
+                    " of the pages sampled were in the page cache, so they are read in before the load returns, many "
+                    "reads in flight"};
+}
+
 }  // namespace
 
 const char *strategy_name(Strategy strategy) {
@@ -66,9 +86,10 @@ const char *strategy_name(Strategy strategy) {
 }
 
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
-                               std::optional<std::uint64_t> available) {
+                               std::optional<std::uint64_t> available, bool populate_when_cold) {
   StrategyInputs inputs{"", {}, host, total_bytes, available};
-  if (requested == Strategy::kAuto) {
+  inputs.populate_when_cold = populate_when_cold;
+  if (requested == Strategy::kAuto || (requested == Strategy::kMmap && populate_when_cold)) {
     for (const Shard &shard : checkpoint.shards()) {
       if (!shard.input) continue;
       const FileSystem here = file_system_of(shard.input->fd());
@@ -83,37 +104,41 @@ StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint,
 }
 
 StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &in) {
-  if (requested != Strategy::kAuto) return {requested, std::string("asked for ") + strategy_name(requested)};
   const FileSystem &fs = in.fs;
-  const std::string where =
-      in.file.empty() ? std::string("no file") : quoted_text(in.file) + " is on " + fs.name + ", " + kind_text(fs.kind);
+  const auto where = [&] {
+    return in.file.empty() ? std::string("no file")
+                           : quoted_text(in.file) + " is on " + fs.name + ", " + kind_text(fs.kind);
+  };
+  if (requested != Strategy::kAuto) {
+    const std::string asked = std::string("asked for ") + strategy_name(requested);
+    if (requested != Strategy::kMmap || !in.populate_when_cold) return {requested, asked};
+    const auto [populate, why] = populate_decision(in);
+    return {requested,
+            asked + ", populate when cold: " + where() + ": " + (populate ? "populated: " : "not populated: ") + why,
+            populate};
+  }
   const std::string sizes =
       std::to_string(in.total_bytes) + " bytes" +
       (in.available ? " against " + std::to_string(*in.available) + " bytes of memory available" : "");
   if (!in.host) {
     if (fs.kind == FileSystemKind::kLocal && in.available && in.total_bytes > *in.available / 2) {
-      return {Strategy::kDirect, "auto: " + where + " and the checkpoint is " + sizes +
+      return {Strategy::kDirect, "auto: " + where() + " and the checkpoint is " + sizes +
                                      ", more than the page cache could keep: read direct into the staging buffers"};
     }
-    return {Strategy::kRead, "auto: " + where + ": read into the staging buffers with many reads in flight"};
+    return {Strategy::kRead, "auto: " + where() + ": read into the staging buffers with many reads in flight"};
   }
   if (is_remote(fs.kind)) {
     if (in.available && in.total_bytes > *in.available) {
       return {Strategy::kMmap,
-              "auto: " + where + ", but the checkpoint is " + sizes + ", too big to copy: mapped instead"};
+              "auto: " + where() + ", but the checkpoint is " + sizes + ", too big to copy: mapped instead"};
     }
     return {Strategy::kRead,
-            "auto: " + where + ": read with many reads in flight, not mapped (a page fault there is a round trip)"};
+            "auto: " + where() + ": read with many reads in flight, not mapped (a page fault there is a round trip)"};
   }
-  if (fs.kind == FileSystemKind::kLocal && in.resident && *in.resident < 0.5 && in.available &&
-      in.total_bytes <= *in.available) {
-    return {Strategy::kMmap,
-            "auto: " + where + ": mapped (zero-copy), and populated: " + percent(*in.resident) +
-                " of the pages sampled were in the page cache, so they are read in before the load returns, many "
-                "reads in flight",
-            true};
+  if (const auto [populate, why] = populate_decision(in); populate) {
+    return {Strategy::kMmap, "auto: " + where() + ": mapped (zero-copy), and populated: " + why, true};
   }
-  return {Strategy::kMmap, "auto: " + where + ": mapped (zero-copy)"};
+  return {Strategy::kMmap, "auto: " + where() + ": mapped (zero-copy)"};
 }
 
 }  // namespace rootspan::weights

@@ -18,7 +18,9 @@
 //   memory available on a local block device (the page cache could not keep
 //   it, so buffering it only evicts what could be kept)
 //
-// An explicit strategy is taken as asked.
+// An explicit strategy is taken as asked; mmap asked for with
+// populate_when_cold is also populated where auto would populate it (the
+// rows marked "populated" above), and never copies.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,8 @@ struct StrategyInputs {
   // The share of the checkpoint's pages in the page cache (a sample,
   // page_cache.hpp); nullopt: not asked.
   std::optional<double> resident;
+  // mmap asked for: populated where auto would populate (LoadOptions).
+  bool populate_when_cold = false;
 };
 
 // The rule table above.
@@ -57,8 +61,9 @@ StrategyChoice choose_strategy(Strategy requested, const StrategyInputs &inputs)
 
 // The same, with the deciding file taken from the checkpoint: the first one
 // on a network, FUSE or overlay file system, else the first file. The page
-// cache is sampled only for `auto` into host memory on a local block device.
+// cache is sampled only for `auto` (or mmap with populate_when_cold) into
+// host memory on a local block device.
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
-                               std::optional<std::uint64_t> available);
+                               std::optional<std::uint64_t> available, bool populate_when_cold = false);
 
 }  // namespace rootspan::weights

@@ -169,7 +169,9 @@ class LoadOptions(Structure):
                 # appended in 0.7.0: a model signature checked before anything is read, its files hashed as read
                 ("signature_path", c_char_p), ("public_key_path", c_char_p),
                 ("certificate_chain_paths", POINTER(c_char_p)), ("certificate_chain_count", c_size_t),
-                ("ignore_unsigned_files", c_int32)]
+                ("ignore_unsigned_files", c_int32),
+                # appended later in 0.7.0: mmap populated as auto populates it
+                ("populate_when_cold", c_int32)]
 
 
 class SignOptions(Structure):

@@ -261,7 +261,7 @@ class Context:
              world_size=0, split=None, tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0,
              read_only=False, split_convention="tensor_split", verify=False, digests=None, populate=False,
              source_digests=False, signature=None, public_key=None, certificate_chain=None,
-             ignore_unsigned_files=False):
+             ignore_unsigned_files=False, populate_when_cold=False):
         """Loads a checkpoint: a .safetensors or .gguf file, a folder, an index
         file, or a Hugging Face cache repository folder (models--org--name).
 
@@ -279,6 +279,9 @@ class Context:
         "direct" (reads past the page cache with O_DIRECT where the file
         system allows it); populate: with "mmap", read the mapped bytes in
         before returning, for a caller about to touch every byte;
+        populate_when_cold: with "mmap", populate only where "auto" would
+        (the page cache holds less than half of the files, on a local disk),
+        else map alone (never a copy): weights.read_report's reason says which;
         progress: called with a LoadProgress per component; returning False
         cancels the load (CancelledError). With world_size > 0, only rank's
         slice of each component is read: split maps component id patterns to
@@ -321,7 +324,8 @@ class Context:
         from .weights import load
         return load(self, path, schema, provider, device, strategy, progress, rank, world_size, split, tensors,
                     revision, staging_buffer_bytes, staging_buffer_count, read_only, split_convention, verify, digests,
-                    populate, source_digests, signature, public_key, certificate_chain, ignore_unsigned_files)
+                    populate, source_digests, signature, public_key, certificate_chain, ignore_unsigned_files,
+                    populate_when_cold)
 
     def __repr__(self):
         return "<rootspan.Context closed>" if self.closed else f"<rootspan.Context {self._state.handle:#x}>"

@@ -782,11 +782,13 @@ def _progress_trampoline(callback, failure):
 def load(context, path, schema, provider, device, strategy, progress, rank=0, world_size=0, split=None,
          tensors=None, revision=None, staging_buffer_bytes=0, staging_buffer_count=0, read_only=False,
          split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False,
-         signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False):
+         signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False,
+         populate_when_cold=False):
     path_c = _arguments.path(path, "path")
     check_bool(read_only, "read_only")
     check_bool(verify, "verify")
     check_bool(populate, "populate")
+    check_bool(populate_when_cold, "populate_when_cold")
     check_bool(source_digests, "source_digests")
     digests_c = optional_path(digests, "digests")
     signature_c, public_key_c, chain = signature_options(signature, public_key, certificate_chain,
@@ -814,6 +816,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
     options.check_digests = 1 if verify or digests is not None else 0
     options.digests_path = digests_c
     options.populate = 1 if populate else 0
+    options.populate_when_cold = 1 if populate_when_cold else 0
     options.source_digests = 1 if source_digests else 0
     options.signature_path = signature_c
     options.public_key_path = public_key_c

@@ -2,8 +2,9 @@
 """The read strategies from Python (docs/cold-start.md): "auto" is the
 default and weights.read_report says what it chose and why; "read" and
 "direct" give the file's bytes at unaligned offsets; direct reads on tmpfs
-fall back to buffered and say so; populate=True reads a mapping in; a wrong
-strategy or populate is refused naming the argument. Runs with numpy alone
+fall back to buffered and say so; populate=True reads a mapping in, and
+populate_when_cold=True only a cold one; a wrong strategy or populate is
+refused naming the argument. Runs with numpy alone
 (Debian's python3 included).
 """
 import json
@@ -90,6 +91,34 @@ class ColdStart(unittest.TestCase):
             zero_copy = sum(c.nbytes for c in weights.values() if c.zero_copy)
             self.assertGreaterEqual(weights.read_report["warmed_bytes"], zero_copy)
 
+    def test_populate_when_cold_populates_only_a_cold_mapping(self):
+        # Written back and evicted, the file is cold where the page cache can drop it (a local disk); tmpfs
+        # keeps it.
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        for round in ("after eviction", "warm"):
+            with self.ctx.load(self.path, provider="host", strategy="mmap", populate_when_cold=True) as weights:
+                self.check_bytes(weights)  # warm from here on
+                report = weights.read_report
+                self.assertEqual((report["requested"], report["strategy"], report["reads"]), ("mmap", "mmap", None))
+                self.assertTrue(report["reason"].startswith('asked for mmap, populate when cold: "model.safetensors"'
+                                                            ' is on '), report["reason"])
+                zero_copy = sum(c.nbytes for c in weights.values() if c.zero_copy)
+                if ": populated: " in report["reason"]:
+                    self.assertEqual(round, "after eviction", report["reason"])
+                    self.assertGreaterEqual(report["warmed_bytes"], zero_copy)
+                else:
+                    self.assertIn(": not populated: ", report["reason"])
+                    self.assertEqual(report["warmed_bytes"], 0, report["reason"])
+        # Without it, mmap never populates, cold or not.
+        with self.ctx.load(self.path, provider="host", strategy="mmap") as weights:
+            self.assertEqual(weights.read_report["reason"], "asked for mmap")
+            self.assertEqual(weights.read_report["warmed_bytes"], 0)
+
     def test_a_wrong_strategy_or_populate_is_refused_by_name(self):
         with self.assertRaisesRegex(ValueError, "strategy must be 'auto', 'mmap', 'read' or 'direct', got 'fast'"):
             self.ctx.load(self.path, provider="host", strategy="fast")
@@ -97,6 +126,8 @@ class ColdStart(unittest.TestCase):
             self.ctx.load(self.path, provider="host", strategy=["read"])
         with self.assertRaisesRegex(TypeError, "populate"):
             self.ctx.load(self.path, provider="host", populate="yes")
+        with self.assertRaisesRegex(TypeError, "populate_when_cold must be True or False, got int 1"):
+            self.ctx.load(self.path, provider="host", populate_when_cold=1)
         weights = self.ctx.load(self.path, provider="host")
         weights.close()
         with self.assertRaisesRegex(ValueError, "read_report: the weights are closed"):

@@ -609,6 +609,35 @@ class LoadsWhatIsAsked(Folder):
             self.assertEqual(len(f.get_tensors()), len(names))
             self.assertEqual([len(w) for w in f._loads], [len(names)], "get_tensors loads everything, once")
 
+    def test_loads_of_every_tensor_populate_a_cold_file_and_loads_of_one_do_not(self):
+        from rootspan import _contexts
+        path, names = self.write()
+        context = _contexts.host()
+        asked = []  # (tensors, populate_when_cold) of each load the drop-in makes
+
+        def spy(*args, **kwargs):
+            asked.append((kwargs.get("tensors"), kwargs.get("populate_when_cold", False)))
+            return load(*args, **kwargs)
+
+        load = context.load
+        with mock.patch.object(context, "load", spy):
+            for call, expected in [
+                    (lambda: st_torch.load_file(path), [(None, True)]),
+                    (lambda: st_numpy.load_file(path), [(None, True)]),
+                    (lambda: safe_open(path, framework="pt").get_tensors(), [(None, True)]),
+                    # a file of few tensors loads whole at the first tensor, for a caller reading them all
+                    (lambda: safe_open(path, framework="pt").get_tensor("t7"), [(None, True)])]:
+                asked.clear()
+                self.assertTrue(len(call()) > 0)
+                self.assertEqual(asked, expected)
+            with mock.patch("rootspan.safetensors._open._MAPPED_WHOLE_UP_TO", len(names) - 1):
+                asked.clear()
+                with safe_open(path, framework="np") as f:
+                    f.get_tensor("t7")
+                    f.get_tensor("t8")
+                self.assertEqual(asked, [(["t7"], False), (None, True)], "one tensor alone, then all the rest")
+        gc.collect()
+
 
 class TruncatedFile(Folder):
     """Reads of a file truncated after it was loaded (issue 35 item 7): what the drop-in itself reads (a numpy

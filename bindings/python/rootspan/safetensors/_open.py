@@ -9,7 +9,8 @@ a file of a million costs a pass over the header and one root), then, from
 the next one on, all the rest at once (get_tensors and load_file load them
 all at once from the start, and so does the first tensor asked for of a
 mapped file of at most 2,048 tensors, whose whole load costs little more
-than a load of one). Tensors are zero-copy views of those roots and
+than a load of one). A load of all the tensors reads a mapped file that is
+cold on a local disk in first, many reads in flight. Tensors are zero-copy views of those roots and
 writable: a write changes this process's copy of a page, never the file.
 On the CPU, the tensors of a load of all the rest are views of one mapping
 of the file, as the reference's are views of one storage of it: that memory
@@ -207,11 +208,7 @@ class safe_open:
                 return found
         if self._tensors is None:
             self._read_header()
-        with _memory.gc_paused():
-            with self._lock:
-                self._open()
-                self._load_all()
-            return {name: self.get_tensor(name) for name in self._tensors}
+        return self.get_tensors()
 
     def _load_in_file_order(self):
         """Every tensor, by name, in file order, from one load (rootspan.torch's in_file_order), the header
@@ -220,7 +217,8 @@ class safe_open:
         import torch
         from rootspan import torch as rootspan_torch
         try:
-            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy)
+            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy,
+                                            populate_when_cold=True)
         except _core_errors.Error:
             return None
         try:
@@ -317,10 +315,15 @@ class safe_open:
     def _load(self, name=None):
         """Loads one tensor (None: every one) through the core and keeps what was not loaded before: a tensor
         loaded twice keeps its first component, so that all of one tensor's arrays share memory. False when a
-        load of one tensor did not bring it (its name, as a pattern, named another component): load them all."""
+        load of one tensor did not bring it (its name, as a pattern, named another component): load them all.
+        A load of every tensor maps a file that is mostly cold on a local disk and reads it in before it
+        returns, many reads in flight (populate_when_cold, as rootspan's "auto" does): its caller reads every
+        tensor, the usual one (transformers and vLLM ask for each in name order, which faulting in a cold file
+        page by page turns into reads all over it); a load of one tensor leaves its pages to fault in."""
         tensors = None if name is None else [name.translate(_GLOB_SPECIAL)]
         try:
-            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy, tensors=tensors)
+            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy, tensors=tensors,
+                                            populate_when_cold=name is None)
         except _core_errors.Error as e:
             if name is not None and e.name == "NotFound":
                 return False
