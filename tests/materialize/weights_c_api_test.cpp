@@ -604,6 +604,14 @@ class MapComponentsTest : public WeightsCApiTest {
     ErrorPtr e(raw);
     return e ? rootspan_error_message(e.get()) : std::string("(no error)");
   }
+  // Loads tensors_ (written with `seed`) and maps all three components in one call.
+  void load_and_map_all(int seed, std::vector<rootspan_component_mapping> &mappings) {
+    const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, seed);
+    ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+    mappings = sized(3);
+    rootspan_error *raw = nullptr;
+    ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
+  }
   const std::vector<TensorSpec> tensors_{{"a", "F32", {16}}, {"b", "U8", {16}}, {"c", "F32", {8}}};
 };
 
@@ -702,11 +710,9 @@ TEST_F(MapComponentsTest, BadArgumentsAreRefusedNamingWhatWasWrong) {
 }
 
 TEST_F(MapComponentsTest, UnmapComponentsEndsEveryMappingAndClaimAtOnce) {
-  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 96);
-  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
-  std::vector<rootspan_component_mapping> mappings = sized(3);
+  std::vector<rootspan_component_mapping> mappings;
+  ASSERT_NO_FATAL_FAILURE(load_and_map_all(96, mappings));
   rootspan_error *raw = nullptr;
-  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
   // A second mapping under b's claim keeps that claim in use: the call stops there.
   rootspan_mapping *extra = nullptr;
   ASSERT_EQ(rootspan_map_read(mappings[1].claim, ROOTSPAN_DTYPE_U8, 0, 16, &extra, nullptr), ROOTSPAN_OK);
@@ -736,11 +742,9 @@ TEST_F(MapComponentsTest, UnmapComponentsEndsEveryMappingAndClaimAtOnce) {
 }
 
 TEST_F(MapComponentsTest, UnmapComponentsRefusesBadArgumentsEndingNothing) {
-  const WrittenFile file = write_safetensors(dir_, "model.safetensors", tensors_, 97);
-  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
-  std::vector<rootspan_component_mapping> mappings = sized(3);
+  std::vector<rootspan_component_mapping> mappings;
+  ASSERT_NO_FATAL_FAILURE(load_and_map_all(97, mappings));
   rootspan_error *raw = nullptr;
-  ASSERT_EQ(rootspan_weights_map_components(weights_, 0, 3, mappings.data(), &raw), ROOTSPAN_OK) << failure(raw);
   EXPECT_EQ(rootspan_weights_unmap_components(nullptr, 1, &raw), ROOTSPAN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(failure(raw).find("mappings is NULL with a non-zero count"), std::string::npos);
   EXPECT_EQ(rootspan_weights_unmap_components(nullptr, 0, nullptr), ROOTSPAN_OK) << "none: nothing";
