@@ -181,10 +181,11 @@ typedef struct rootspan_load_options {
    * own, where populate above always does: when fewer than half of the
    * files' pages sampled are in the page cache, on a local block device,
    * and the checkpoint fits in the memory available; otherwise pages fault
-   * in when first touched, and nothing is ever copied. For a caller that
-   * will touch every byte (the drop-in's load_file) but should pay no
-   * populate pass over files the page cache holds. The report's reason says
-   * which. Ignored with populate set, and by the other strategies. */
+   * in when first touched. Either way the files stay mapped, never copied
+   * (a verified load copies whatever was asked). For a loader that hands
+   * every tensor to its consumer at once, but should pay no populate pass
+   * over files the page cache holds. The report's reason says which.
+   * Ignored with populate set, and by the other strategies. */
   int32_t populate_when_cold;
 } rootspan_load_options;
 #define ROOTSPAN_LOAD_OPTIONS_LAST_FIELD populate_when_cold
@@ -493,9 +494,10 @@ ROOTSPAN_API rootspan_status rootspan_weights_map_components(rootspan_weights *w
  * struct_size set), rootspan_unmap of its mapping, then rootspan_claim_release
  * of its claim, each field set to NULL (and data) as it goes; a field NULL
  * already is skipped, so a second call does nothing. Stops at the first claim
- * that cannot be released (BUSY while another mapping or device access of it
- * lives), naming its index: that entry's mapping is ended and its claim kept,
- * the entries after it untouched. INVALID_ARGUMENT, ending nothing, for NULL
+ * that cannot be released (BUSY while another mapping, a child claim or a
+ * device access of it lives), naming its index ("mappings[i]: ..."): that
+ * entry's mapping is ended and its claim kept, the entries after it
+ * untouched. INVALID_ARGUMENT, ending nothing, for NULL
  * mappings with a non-zero count or a struct_size that is not a published
  * size (naming the index). count 0 does nothing. Operation
  * "weights_unmap_components". The weights the components came from need not

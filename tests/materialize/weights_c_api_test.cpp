@@ -717,6 +717,8 @@ TEST_F(MapComponentsTest, UnmapComponentsEndsEveryMappingAndClaimAtOnce) {
   rootspan_mapping *extra = nullptr;
   ASSERT_EQ(rootspan_map_read(mappings[1].claim, ROOTSPAN_DTYPE_U8, 0, 16, &extra, nullptr), ROOTSPAN_OK);
   ASSERT_EQ(rootspan_weights_unmap_components(mappings.data(), 3, &raw), ROOTSPAN_ERR_BUSY);
+  ASSERT_NE(raw, nullptr);
+  EXPECT_STREQ(rootspan_error_operation(raw), "weights_unmap_components");
   const std::string busy = failure(raw);
   EXPECT_NE(busy.find("mappings[1]: "), std::string::npos) << busy;
   EXPECT_EQ(mappings[0].claim, nullptr) << "a, before it, is ended";

@@ -100,6 +100,12 @@ TEST(AutoStrategy, MmapPopulatedWhenColdIsPopulatedWhereAutoWouldBeAndNeverCopie
     EXPECT_NE(c.reason.find("asked for mmap, populate when cold: "), std::string::npos) << c.reason;
     EXPECT_NE(c.reason.find(std::string(": not populated: ") + why), std::string::npos) << c.reason;
   }
+  // Memory that is not host memory (a provider without host access) is never populated.
+  StrategyInputs device{"m", {FileSystemKind::kLocal, "ext4"}, false, kGiB, 16 * kGiB, 0.0};
+  device.populate_when_cold = true;
+  const StrategyChoice upload = choose_strategy(Strategy::kMmap, device);
+  EXPECT_FALSE(upload.populate);
+  EXPECT_NE(upload.reason.find(": not populated: the memory is not host memory"), std::string::npos) << upload.reason;
   // Only mmap takes it: the copying strategies are taken as asked.
   StrategyInputs read{"m", {FileSystemKind::kLocal, "ext4"}, true, kGiB, 16 * kGiB, 0.0};
   read.populate_when_cold = true;

@@ -628,6 +628,22 @@ rootspan::Result<rootspan_component_mapping> map_whole(const weights::LoadedComp
 }
 }  // namespace
 
+namespace {
+
+// Each of mappings[0 .. count - 1] has a published struct_size; the refusal
+// names the first that has not ("mappings[i]").
+rootspan_status check_mappings(rootspan_error **error, const rootspan_component_mapping *mappings, std::size_t count,
+                               const char *operation) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (struct_size_ok(&mappings[i])) continue;  // the argument's name is built only for a refusal
+    const std::string argument = "mappings[" + std::to_string(i) + "]";
+    return check_struct(error, &mappings[i], operation, argument.c_str());
+  }
+  return ROOTSPAN_OK;
+}
+
+}  // namespace
+
 rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_t first, size_t count,
                                                 rootspan_component_mapping *mappings, rootspan_error **error) {
   constexpr const char *kOperation = "weights_map_components";
@@ -642,11 +658,7 @@ rootspan_status rootspan_weights_map_components(rootspan_weights *weights, size_
                                                   std::to_string(components.size()) + " the weights hold",
                                               components.size(), first + count));
   }
-  for (std::size_t i = 0; i < count; ++i) {
-    if (struct_size_ok(&mappings[i])) continue;  // the argument's name is built only for a refusal
-    const std::string argument = "mappings[" + std::to_string(i) + "]";
-    return check_struct(error, &mappings[i], kOperation, argument.c_str());
-  }
+  if (rootspan_status s = check_mappings(error, mappings, count, kOperation); s != ROOTSPAN_OK) return s;
   return guarded(error, kOperation, [&]() -> rootspan::Result<void> {
     // All or nothing: what this call made goes back unless every component was mapped.
     struct Made {
@@ -689,11 +701,7 @@ rootspan_status rootspan_weights_unmap_components(rootspan_component_mapping *ma
                                                   rootspan_error **error) {
   constexpr const char *kOperation = "weights_unmap_components";
   if (mappings == nullptr && count != 0) return invalid(error, kOperation, "mappings is NULL with a non-zero count");
-  for (std::size_t i = 0; i < count; ++i) {
-    if (struct_size_ok(&mappings[i])) continue;  // the argument's name is built only for a refusal
-    const std::string argument = "mappings[" + std::to_string(i) + "]";
-    return check_struct(error, &mappings[i], kOperation, argument.c_str());
-  }
+  if (rootspan_status s = check_mappings(error, mappings, count, kOperation); s != ROOTSPAN_OK) return s;
   return guarded(error, kOperation, [&]() -> rootspan::Result<void> {
     for (std::size_t i = 0; i < count; ++i) {
       rootspan_component_mapping &m = mappings[i];
@@ -705,6 +713,7 @@ rootspan_status rootspan_weights_unmap_components(rootspan_component_mapping *ma
       if (m.claim == nullptr) continue;
       if (auto released = rootspan::claim_release(*claim_of(m.claim)); !released) {
         rootspan::Diagnostic failure = std::move(released).error();
+        failure.operation = kOperation;
         failure.cause = "mappings[" + std::to_string(i) + "]: " + failure.cause;
         return failure;
       }

@@ -280,8 +280,9 @@ class Context:
         system allows it); populate: with "mmap", read the mapped bytes in
         before returning, for a caller about to touch every byte;
         populate_when_cold: with "mmap", populate only where "auto" would
-        (the page cache holds less than half of the files, on a local disk),
-        else map alone (never a copy): weights.read_report's reason says which;
+        (the page cache holds less than half of the files, on a local disk,
+        and they fit in the memory available), else map alone (a copy only
+        for a verified load): weights.read_report's reason says which;
         progress: called with a LoadProgress per component; returning False
         cancels the load (CancelledError). With world_size > 0, only rank's
         slice of each component is read: split maps component id patterns to

@@ -301,12 +301,12 @@ class _FileLease:
         singles, the (claim, mapping) of the rest, one by one."""
         self.state = wstate.context_state
         self._wstate = wstate
-        self._held = [(index, claim, mapping) for index, _, claim, mapping, _, _ in held]
+        self._held = [(index, claim) for index, _, claim, _, _, _ in held]
         self._ends = (arrays, singles)
         self.address = min([data for *_, data, _ in held])
         self.nbytes = max([data + nbytes for *_, data, nbytes in held]) - self.address
         exported = wstate.exported
-        for index, _, _ in self._held:
+        for index, _ in self._held:
             exported[index] = True
         self._claims = None  # index -> claim, made by part() when first asked
         self.state.leases += 1  # one lease, however many components (the caller holds the lock)
@@ -316,7 +316,7 @@ class _FileLease:
         (_FileLeasePart); made on demand, for the rare caller that copies out of one component."""
         with self.state.lock:
             if self._claims is None:
-                self._claims = {i: claim for i, claim, _ in self._held}
+                self._claims = dict(self._held)
             return _FileLeasePart(self, self._claims.get(index))
 
     def release(self):
@@ -330,14 +330,18 @@ class _FileLease:
                 lib = state.lib
                 (arrays, singles), self._ends = self._ends, ([], [])
                 for mappings in arrays:  # each array's mappings and claims in one call
-                    lib.rootspan_weights_unmap_components(mappings, len(mappings), None)
+                    if lib.rootspan_weights_unmap_components(mappings, len(mappings), None) != _abi.OK:
+                        # stopped at a claim still in use: the entries it did not end, one by one
+                        singles += [(m.claim, m.mapping) for m in mappings if m.claim or m.mapping]
                 for claim, mapping in singles:
-                    lib.rootspan_unmap(mapping)
-                    lib.rootspan_claim_release(claim, None)
+                    if mapping:
+                        lib.rootspan_unmap(mapping)
+                    if claim:
+                        lib.rootspan_claim_release(claim, None)
                 exported = self._wstate.exported
-                for index, _, _ in held:
+                for index, _ in held:
                     exported[index] = False
-                self._wstate.release_given_up([index for index, _, _ in held])
+                self._wstate.release_given_up([index for index, _ in held])
                 state.after_release()  # a context close waiting for this lease
 
     def __del__(self):

@@ -108,6 +108,9 @@ class ColdStart(unittest.TestCase):
                 self.assertTrue(report["reason"].startswith('asked for mmap, populate when cold: "model.safetensors"'
                                                             ' is on '), report["reason"])
                 zero_copy = sum(c.nbytes for c in weights.values() if c.zero_copy)
+                # On a local disk (ext4 /tmp) the evicted file is cold: populated then, and only then.
+                if round == "after eviction" and "a local file system" in report["reason"]:
+                    self.assertIn(": populated: ", report["reason"])
                 if ": populated: " in report["reason"]:
                     self.assertEqual(round, "after eviction", report["reason"])
                     self.assertGreaterEqual(report["warmed_bytes"], zero_copy)

@@ -335,9 +335,11 @@ class Lifetime(Base):
         """A file lease ends the claims and mappings of each run it mapped in one call
         (rootspan_weights_unmap_components) where the run holds only that file's components, and one by one
         where a run of consecutive components spans files (a sharded checkpoint whose names interleave
-        across shards); either way nothing stays claimed or mapped."""
+        across shards), and one by one what a call stopped by a claim still in use left; either way nothing
+        stays claimed or mapped."""
         import json
         from unittest import mock
+        from rootspan import _abi
         from rootspan.weights import map_file_views
         with tempfile.TemporaryDirectory() as folder:
             one = os.path.join(folder, "one.safetensors")
@@ -351,8 +353,13 @@ class Lifetime(Base):
                 weight_map.update((n, shard) for n in names)
             with open(os.path.join(sharded, "model.safetensors.index.json"), "w") as f:
                 json.dump({"weight_map": weight_map}, f)
-            for path, bulk_calls, unmaps in ((one, 1, 0), (sharded, 0, 4)):
-                with self.subTest(path=os.path.basename(path)):
+            def stops_after_the_first(real, mappings, count, error):  # as a Busy claim at index 1 would
+                real(mappings, 1, error)
+                return _abi.ERR_BUSY
+
+            for path, bulk_calls, unmaps, bulk in ((one, 1, 0, None), (sharded, 0, 4, None),
+                                                   (one, 1, 3, stops_after_the_first)):
+                with self.subTest(path=os.path.basename(path), stopped=bulk is not None):
                     weights = self.ctx.load(path, strategy="mmap")
                     views = map_file_views(list(weights.values()))
                     self.assertEqual(len(views), 4)
@@ -361,8 +368,12 @@ class Lifetime(Base):
                     lib = state.context_state.lib
                     calls = {"rootspan_weights_unmap_components": [], "rootspan_unmap": []}
                     real = {name: getattr(lib, name) for name in calls}
+                    act = dict(real)  # what each call does: the library's, or the bulk call made to stop
+                    if bulk:
+                        act["rootspan_weights_unmap_components"] = lambda *a: bulk(real[
+                            "rootspan_weights_unmap_components"], *a)
                     patches = [mock.patch.object(lib, name, side_effect=lambda *a, name=name: calls[name].append(a)
-                                                 or real[name](*a)) for name in calls]
+                                                 or act[name](*a)) for name in calls]
                     for patch in patches:
                         patch.start()
                     try:

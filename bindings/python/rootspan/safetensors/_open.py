@@ -9,9 +9,10 @@ a file of a million costs a pass over the header and one root), then, from
 the next one on, all the rest at once (get_tensors and load_file load them
 all at once from the start, and so does the first tensor asked for of a
 mapped file of at most 2,048 tensors, whose whole load costs little more
-than a load of one). A load of all the tensors reads a mapped file that is
-cold on a local disk in first, many reads in flight. Tensors are zero-copy views of those roots and
-writable: a write changes this process's copy of a page, never the file.
+than a load of one when warm). A load of all the tensors reads a mapped
+file that is cold on a local disk in first, many reads in flight. Tensors
+are zero-copy views of those roots and writable: a write changes this
+process's copy of a page, never the file.
 On the CPU, the tensors of a load of all the rest are views of one mapping
 of the file, as the reference's are views of one storage of it: that memory
 goes back once the handle is closed and the last of them is dropped.
@@ -38,14 +39,17 @@ _BACKENDS = {"mmap": "mmap", "pread": "read", "read_file": "read"}
 _DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
 # How many tensors a handle loads one at a time, by strategy, before it loads all the rest at once. Each such
 # load parses the header again, which a load of everything does once, at more cost per tensor (a root, a
-# component). Mapped, a load of everything reads no byte, so one single load is enough for the caller after
+# component). Mapped, a load of everything reads no byte of a warm file (a cold one it reads in, for the caller
+# who asked a second tensor, as every tensor's reader does), so one single load is enough for the caller after
 # one tensor (on 10,000 tensors each single load costs a third of a whole load); read, everything would be
 # read, so a few tensors are read one by one first.
 _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # Mapped, a file of at most this many tensors is loaded whole at the first tensor asked for: its header is
-# parsed either way, and a whole load of it costs a few milliseconds more than a load of one tensor (a MoE
-# shard of 1,265 tensors: 8 ms against 3), while a caller reading every tensor, the usual one, saves that
-# single load. Most checkpoints' shards hold fewer; a file of more keeps the single load first.
+# parsed either way, and a whole load of a warm file costs a few milliseconds more than a load of one tensor
+# (a MoE shard of 1,265 tensors: 8 ms against 3), while a caller reading every tensor, the usual one, saves
+# that single load. A cold file is read in whole then (the trade for such a caller: one read of the file at
+# the disk's speed instead of faults all over it). Most checkpoints' shards hold fewer; a file of more keeps
+# the single load first.
 _MAPPED_WHOLE_UP_TO = 2048
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
