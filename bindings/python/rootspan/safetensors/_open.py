@@ -322,8 +322,9 @@ class safe_open:
         load of one tensor did not bring it (its name, as a pattern, named another component): load them all.
         A load of every tensor maps a file that is mostly cold on a local disk and reads it in before it
         returns, many reads in flight (populate_when_cold, as rootspan's "auto" does): its caller reads every
-        tensor, the usual one (transformers and vLLM ask for each in name order, which faulting in a cold file
-        page by page turns into reads all over it); a load of one tensor leaves its pages to fault in."""
+        tensor, the usual one, and a cold mapping faulted in reads one readahead window at a time, waiting for
+        each (in name order, as transformers and vLLM ask, not even in the file's order); a load of one tensor
+        leaves its pages to fault in."""
         tensors = None if name is None else [name.translate(_GLOB_SPECIAL)]
         try:
             weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy, tensors=tensors,
