@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages rootspan builds with, when any is missing.
 set -euo pipefail
 
-packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+packages=(meson ninja-build pkg-config g++ python3 libboost-dev nlohmann-json3-dev libsimdjson-dev libgtest-dev libgmock-dev
           libbenchmark-dev libssl-dev libcli11-dev clang-14 libclang-rt-14-dev libamdhip64-dev "$@")
 # io_uring for parallel reads (linked statically), and fio, the cold-start
 # benchmark's reference reader.

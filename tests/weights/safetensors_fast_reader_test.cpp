@@ -39,6 +39,11 @@ TEST(SafetensorsFastReader, ReadsValidHeadersAsTheStrictReaderDoes) {
            "a":{"shape":[],"data_offsets":[8,10],"dtype":"BF16"}} )",
       R"({"__metadata__":{"format":"pt","x":"\u00e9"},"w":{"data_offsets":[0,0],"dtype":"U8","shape":[0,3]}})",
       R"({"w":{"dtype":"F64","shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"data_offsets":[0,8]}})",
+      // minus signs and escaped quotes inside strings are text, not numbers
+      R"({"__metadata__":{"date":"2026-12-05","q\"-1":"-0"},"a-\"-0\\":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})",
+      R"({"__metadata__":null})",  // no metadata, as the reference reads it
+      // offsets past 2^63: unsigned 64-bit integers
+      R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[9223372036854775808,18446744073709551615]}})",
   };
   for (const std::string &header : valid) {
     SCOPED_TRACE(header);
@@ -60,25 +65,30 @@ TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
       R"([])",                                                     // not an object
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})",  // syntax: unclosed
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-      R"({"w":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",  // repeated field
-      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})",      // unknown field
-      R"({"w":{"dtype":"F32","shape":[1]}})",                                     // missing field
-      R"({"w":{"dtype":"F99","shape":[1],"data_offsets":[0,4]}})",                // unknown dtype
-      R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})",                    // dtype not a string
-      R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",               // negative
-      R"({"w":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",              // not an integer
-      R"({"w":{"dtype":"F32","shape":1,"data_offsets":[0,4]}})",                  // shape not an array
-      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",              // three offsets
-      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})",                // end before begin
-      R"({"w":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",              // nested array
-      R"({"w":[]})",                                                              // entry not an object
-      R"({"__metadata__":{"k":1}})",                                              // metadata not string
-      R"({"__metadata__":{"k":"a","k":"b"}})",                                    // metadata duplicate
-      R"({"__metadata__":{},"__metadata__":{}})",                                 // metadata twice
-      R"({"__metadata__":"x"})",                                                  // metadata not object
-      R"({"w":{"dtype":"F32","shape":)" + rank65 + R"(,"data_offsets":[0,4]}})",  // rank over the limit
-      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} trailing)",       // text after the end
-      R"({"w\u0000x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",         // a NUL in a name
+      R"({"w":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",       // repeated field
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}})",           // unknown field
+      R"({"w":{"dtype":"F32","shape":[1]}})",                                          // missing field
+      R"({"w":{"dtype":"F99","shape":[1],"data_offsets":[0,4]}})",                     // unknown dtype
+      R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})",                         // dtype not a string
+      R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",                    // negative
+      R"({"w":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",                   // not an integer
+      R"({"w":{"dtype":"F32","shape":1,"data_offsets":[0,4]}})",                       // shape not an array
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",                   // three offsets
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})",                     // end before begin
+      R"({"w":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",                   // nested array
+      R"({"w":[]})",                                                                   // entry not an object
+      R"({"__metadata__":{"k":1}})",                                                   // metadata not string
+      R"({"__metadata__":{"k":"a","k":"b"}})",                                         // metadata duplicate
+      R"({"__metadata__":{},"__metadata__":{}})",                                      // metadata twice
+      R"({"__metadata__":"x"})",                                                       // metadata not object
+      R"({"w":{"dtype":"F32","shape":)" + rank65 + R"(,"data_offsets":[0,4]}})",       // rank over the limit
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} trailing)",            // text after the end
+      R"({"w\u0000x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",              // a NUL in a name
+      R"({"w":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}})",                    // -0 is not non-negative
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551616]}})",  // past 2^64 - 1
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4e0]}})",                   // an exponent
+      R"({"w\ud800":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",               // a lone surrogate
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",                    // a trailing comma
   };
   for (const std::string &header : broken) {
     SCOPED_TRACE(header);

@@ -1,9 +1,10 @@
 #include "weights/formats/safetensors_fast_reader.hpp"
 
 #include <cstdint>
+#include <exception>
 #include <unordered_set>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "weights/formats/limits.hpp"
 
@@ -11,169 +12,153 @@ namespace rootspan::weights {
 
 namespace {
 
-using json = nlohmann::json;
+namespace dom = simdjson::dom;
 
-// Where the reader stands in the header. Every event not listed for the
-// current place makes it give up (returns false).
-class HeaderEvents {
- public:
-  explicit HeaderEvents(SafetensorsFields &out) : out_(out) {}
+constexpr unsigned kDtype = 1, kShape = 2, kOffsets = 4;
 
-  // A duplicate tensor name is only known once every name has been read.
-  bool names_unique() const {
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(out_.tensors.size());
-    for (const TensorInfo &t : out_.tensors) {
-      if (!seen.insert(t.name).second) return false;
-    }
-    return true;
-  }
-
-  bool start_object(std::size_t) {
-    switch (place_) {
-      case Place::document:
-        place_ = Place::header;
-        return true;
-      case Place::header_value:
-        if (in_metadata_) {
-          if (seen_metadata_) return false;
-          seen_metadata_ = true;
-          out_.has_metadata = true;
-          place_ = Place::metadata;
-        } else {
-          place_ = Place::entry;
-          fields_ = 0;
-        }
-        return true;
-      default:
-        return false;
-    }
-  }
-  bool key(json::string_t &key) {
-    switch (place_) {
-      case Place::header:
-        if (out_.tensors.size() + (seen_metadata_ ? 1 : 0) >= kMaxTensorsPerFile) return false;
-        in_metadata_ = key == "__metadata__";
-        if (!in_metadata_) {
-          if (key.find('\0') != json::string_t::npos) return false;  // refused, with its offset, by the strict reader
-          out_.tensors.emplace_back();
-          out_.tensors.back().name = std::move(key);
-        }
-        place_ = Place::header_value;
-        return true;
-      case Place::metadata:
-        if (out_.metadata.size() >= kMaxTensorsPerFile) return false;
-        metadata_key_ = std::move(key);
-        place_ = Place::metadata_value;
-        return true;
-      case Place::entry: {
-        const Field field = key == "dtype" ? kDtype : key == "shape" ? kShape : key == "data_offsets" ? kOffsets : 0;
-        if (field == 0 || (fields_ & field) != 0) return false;  // unknown or repeated
-        fields_ |= field;
-        field_ = field;
-        place_ = Place::entry_value;
-        return true;
+// Whether a '-' lies outside the strings of a JSON text: a negative number,
+// which no header field holds. simdjson reads -0 as the integer 0, which the
+// strict reader refuses (it is not a non-negative integer there), so the sign
+// is looked for in the text. Most headers hold no '-' at all.
+bool has_minus_outside_strings(std::string_view text) {
+  if (text.find('-') == std::string_view::npos) return false;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, a quote included
+      } else if (c == '"') {
+        in_string = false;
       }
-      default:
-        return false;
-    }
-  }
-  bool end_object() {
-    switch (place_) {
-      case Place::header:
-        place_ = Place::done;
-        return true;
-      case Place::metadata:
-        place_ = Place::header;
-        return true;
-      case Place::entry: {
-        const TensorInfo &t = out_.tensors.back();
-        if (fields_ != (kDtype | kShape | kOffsets) || offsets_ != 2 || t.end < t.begin) return false;
-        place_ = Place::header;
-        return true;
-      }
-      default:
-        return false;
-    }
-  }
-
-  bool string(json::string_t &value) {
-    if (place_ == Place::metadata_value) {
-      if (!out_.metadata.emplace(std::move(metadata_key_), std::move(value)).second) return false;
-      place_ = Place::metadata;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '-') {
       return true;
     }
-    if (place_ != Place::entry_value || field_ != kDtype) return false;
-    const auto dtype = safetensors_dtype(std::string_view(value));
-    if (!dtype) return false;
-    out_.tensors.back().dtype = *dtype;
-    place_ = Place::entry;
-    return true;
   }
-  bool start_array(std::size_t) {
-    if (place_ != Place::entry_value || field_ == kDtype) return false;
-    place_ = Place::numbers;
-    offsets_ = field_ == kOffsets ? 0 : offsets_;
-    return true;
+  return false;
+}
+
+// A JSON integer of at least 0 (the text holds no minus sign): simdjson types
+// those up to 2^63 - 1 as int64 and the rest up to 2^64 - 1 as uint64.
+bool read_unsigned(dom::element value, std::uint64_t &out) {
+  switch (value.type()) {
+    case dom::element_type::INT64:
+      out = static_cast<std::uint64_t>(value.get_int64().value_unsafe());
+      return true;
+    case dom::element_type::UINT64:
+      out = value.get_uint64().value_unsafe();
+      return true;
+    default:
+      return false;  // a fraction, an exponent, or not a number
   }
-  bool number_unsigned(json::number_unsigned_t value) {
-    if (place_ != Place::numbers) return false;
-    TensorInfo &t = out_.tensors.back();
-    if (field_ == kShape) {
-      if (t.shape.size() >= kMaxTensorRank) return false;
-      t.shape.push_back(value);
-    } else {
-      if (offsets_ >= 2) return false;
-      (offsets_ == 0 ? t.begin : t.end) = value;
-      ++offsets_;
+}
+
+bool read_shape(dom::element value, std::vector<std::uint64_t> &shape) {
+  dom::array dims;
+  if (value.get_array().get(dims) != simdjson::SUCCESS || dims.size() > kMaxTensorRank) return false;
+  shape.reserve(dims.size());
+  for (dom::element dim : dims) {
+    std::uint64_t n = 0;
+    if (!read_unsigned(dim, n)) return false;
+    shape.push_back(n);
+  }
+  return true;
+}
+
+bool read_offsets(dom::element value, TensorInfo &t) {
+  dom::array offsets;
+  if (value.get_array().get(offsets) != simdjson::SUCCESS || offsets.size() != 2) return false;
+  return read_unsigned(offsets.at(0).value_unsafe(), t.begin) && read_unsigned(offsets.at(1).value_unsafe(), t.end) &&
+         t.begin <= t.end;
+}
+
+// One tensor's entry: exactly the three fields, each once.
+bool read_entry(dom::element value, TensorInfo &t) {
+  dom::object entry;
+  if (value.get_object().get(entry) != simdjson::SUCCESS) return false;
+  unsigned seen = 0;
+  for (dom::key_value_pair field : entry) {
+    const unsigned which = field.key == "dtype"          ? kDtype
+                           : field.key == "shape"        ? kShape
+                           : field.key == "data_offsets" ? kOffsets
+                                                         : 0;
+    if (which == 0 || (seen & which) != 0) return false;  // unknown or repeated
+    seen |= which;
+    if (which == kDtype) {
+      std::string_view name;
+      if (field.value.get_string().get(name) != simdjson::SUCCESS) return false;
+      const auto dtype = safetensors_dtype(name);
+      if (!dtype) return false;
+      t.dtype = *dtype;
+    } else if (!(which == kShape ? read_shape(field.value, t.shape) : read_offsets(field.value, t))) {
+      return false;
     }
-    return true;
   }
-  bool end_array() {
-    if (place_ != Place::numbers) return false;
-    place_ = Place::entry;
-    return true;
+  return seen == (kDtype | kShape | kOffsets);
+}
+
+// "__metadata__": an object of strings, no key twice; null is none (as the
+// reference reads it).
+bool read_metadata(dom::element value, SafetensorsFields &out) {
+  if (value.is_null()) return true;
+  dom::object metadata;
+  if (value.get_object().get(metadata) != simdjson::SUCCESS) return false;
+  out.has_metadata = true;
+  for (dom::key_value_pair entry : metadata) {
+    std::string_view text;
+    if (out.metadata.size() >= kMaxTensorsPerFile || entry.value.get_string().get(text) != simdjson::SUCCESS) {
+      return false;
+    }
+    if (!out.metadata.emplace(std::string(entry.key), std::string(text)).second) return false;
   }
+  return true;
+}
 
-  // Anything else a valid header never holds.
-  bool null() { return false; }
-  bool boolean(bool) { return false; }
-  bool number_integer(json::number_integer_t) { return false; }
-  bool number_float(json::number_float_t, const json::string_t &) { return false; }
-  bool binary(json::binary_t &) { return false; }
-  bool parse_error(std::size_t, const std::string &, const json::exception &) { return false; }
+bool names_unique(const std::vector<TensorInfo> &tensors) {
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(tensors.size());
+  for (const TensorInfo &t : tensors) {
+    if (!seen.insert(t.name).second) return false;
+  }
+  return true;
+}
 
-  bool done() const { return place_ == Place::done; }
-
- private:
-  enum class Place { document, header, header_value, metadata, metadata_value, entry, entry_value, numbers, done };
-  using Field = unsigned;
-  static constexpr Field kDtype = 1, kShape = 2, kOffsets = 4;
-
-  SafetensorsFields &out_;
-  Place place_ = Place::document;
-  bool in_metadata_ = false;    // the header key just read is "__metadata__"
-  bool seen_metadata_ = false;  // "__metadata__" was read once already
-  std::string metadata_key_;
-  Field fields_ = 0;  // the fields of the current entry read so far
-  Field field_ = 0;   // the field whose value comes next
-  unsigned offsets_ = 0;
-};
+bool read_header(std::string_view header_json, SafetensorsFields &out) {
+  if (has_minus_outside_strings(header_json)) return false;
+  dom::parser parser;  // parse() copies the text into its own padded buffer
+  dom::object header;
+  if (parser.parse(header_json.data(), header_json.size()).get_object().get(header) != simdjson::SUCCESS) {
+    return false;  // a syntax error, text after the end, bad escapes, a number out of range, not an object
+  }
+  bool seen_metadata = false;
+  out.tensors.reserve(header.size());
+  for (dom::key_value_pair entry : header) {
+    if (out.tensors.size() + (seen_metadata ? 1 : 0) >= kMaxTensorsPerFile) return false;
+    if (entry.key == "__metadata__") {
+      if (seen_metadata) return false;
+      seen_metadata = true;
+      if (!read_metadata(entry.value, out)) return false;
+      continue;
+    }
+    if (entry.key.find('\0') != std::string_view::npos) return false;  // refused, with its offset, by the strict reader
+    TensorInfo &t = out.tensors.emplace_back();
+    t.name = entry.key;
+    if (!read_entry(entry.value, t)) return false;
+  }
+  return names_unique(out.tensors);
+}
 
 }  // namespace
 
 std::optional<SafetensorsFields> read_safetensors_fields_fast(std::string_view header_json) {
   SafetensorsFields fields;
-  HeaderEvents events(fields);
   try {
-    if (!json::sax_parse(header_json.begin(), header_json.end(), &events, json::input_format_t::json,
-                         /*strict=*/true, /*ignore_comments=*/false)) {
-      return std::nullopt;
-    }
+    if (!read_header(header_json, fields)) return std::nullopt;
   } catch (const std::exception &) {
     return std::nullopt;  // out of memory, or anything else: the strict parser says what
   }
-  if (!events.done() || !events.names_unique()) return std::nullopt;
   return fields;
 }
 
