@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Two builds of librootspan side by side on what the header parse weighs on.
+
+The same Python package runs over each library (ROOTSPAN_LIBRARY) in fresh
+processes, alternating, for --rounds rounds. Each process times, on every file
+given: describing the file (rootspan.inspect.describe_safetensors_file), the
+drop-in's safe_open with keys(), with its first tensor, and with every tensor,
+its load_file, and rootspan.torch.load; each the median of --calls calls after
+one unmeasured call. Prints the median over the rounds of each, before and
+after, their ratio, and each side's spread ((slowest - fastest) / median).
+
+usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE.safetensors [...]
+       [--rounds 4] [--calls 7]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def child(files, calls):
+    """In the measured process: {"<file name> <operation>": median ms}."""
+    import rootspan.safetensors.torch as drop_in
+    import rootspan.torch
+    from rootspan.inspect import describe_safetensors_file
+
+    def timed(operation):
+        operation()
+        runs = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            result = operation()
+            runs.append(time.perf_counter() - start)
+            del result
+        return round(statistics.median(runs) * 1e3, 3)
+
+    def opened(path, take):
+        with drop_in.safe_open(path, "pt") as f:
+            return take(f)
+
+    out = {}
+    for path in files:
+        operations = {
+            "describe": lambda: describe_safetensors_file(path),
+            "safe_open + keys": lambda: opened(path, lambda f: f.keys()),
+            "safe_open + first tensor": lambda: opened(path, lambda f: f.get_tensor(f.keys()[0])),
+            "safe_open + every tensor": lambda: opened(path, lambda f: {k: f.get_tensor(k) for k in f.keys()}),
+            "load_file": lambda: drop_in.load_file(path),
+            "rootspan.torch.load": lambda: rootspan.torch.load(path),
+        }
+        for name, operation in operations.items():
+            out[f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)} {name}"] = timed(operation)
+    print(json.dumps(out))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", required=True, help="the earlier librootspan.so")
+    parser.add_argument("--after", required=True, help="the later librootspan.so")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--calls", type=int, default=7)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    if args.child:
+        return child(args.files, args.calls)
+    libraries = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
+    for side, library in libraries.items():
+        if not os.path.isfile(library):
+            sys.exit(f"--{side}: no library at {library}")
+    times = {side: {} for side in libraries}
+    for _ in range(args.rounds):
+        for side, library in libraries.items():
+            run = subprocess.run([sys.executable, __file__, "--child", "--before", args.before, "--after", args.after,
+                                  "--calls", str(args.calls)] + args.files,
+                                 env=dict(os.environ, ROOTSPAN_LIBRARY=library), capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"the {side} process failed:\n{run.stderr}")
+            for name, ms in json.loads(run.stdout).items():
+                times[side].setdefault(name, []).append(ms)
+
+    def spread(values):
+        return (max(values) - min(values)) / statistics.median(values) * 100
+
+    width = max(len(name) for name in times["before"])
+    print(f"{'ms, median of ' + str(args.rounds) + ' rounds':{width}} {'before':>9} {'after':>9} {'ratio':>6}  spread")
+    for name, before in times["before"].items():
+        after = times["after"][name]
+        b, a = statistics.median(before), statistics.median(after)
+        print(f"{name:{width}} {b:9.2f} {a:9.2f} {a / b:6.2f}  {spread(before):.0f}% / {spread(after):.0f}%")
+
+
+if __name__ == "__main__":
+    main()
