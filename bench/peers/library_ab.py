@@ -6,7 +6,7 @@ processes, alternating, for --rounds rounds. Each process times, on every file
 given: describing the file (rootspan.inspect.describe_safetensors_file), the
 drop-in's safe_open with keys(), with its first tensor, and with every tensor,
 its load_file, and rootspan.torch.load; each the median of --calls calls after
-one unmeasured call. Prints the median over the rounds of each, before and
+one unmeasured call. The library measured first alternates from round to round. Prints the median over the rounds of each, before and
 after, their ratio, and each side's spread ((slowest - fastest) / median).
 
 usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE.safetensors [...]
@@ -52,7 +52,7 @@ def child(files, calls):
             "rootspan.torch.load": lambda: rootspan.torch.load(path),
         }
         for name, operation in operations.items():
-            out[f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)} {name}"] = timed(operation)
+            out[f"{path} {name}"] = timed(operation)
     print(json.dumps(out))
 
 
@@ -72,8 +72,10 @@ def main():
         if not os.path.isfile(library):
             sys.exit(f"--{side}: no library at {library}")
     times = {side: {} for side in libraries}
-    for _ in range(args.rounds):
-        for side, library in libraries.items():
+    for round_number in range(args.rounds):
+        # before first in even rounds, after first in odd ones: neither always meets a fresher cache
+        order = list(libraries.items())
+        for side, library in order if round_number % 2 == 0 else reversed(order):
             run = subprocess.run([sys.executable, __file__, "--child", "--before", args.before, "--after", args.after,
                                   "--calls", str(args.calls)] + args.files,
                                  env=dict(os.environ, ROOTSPAN_LIBRARY=library), capture_output=True, text=True)
@@ -83,14 +85,16 @@ def main():
                 times[side].setdefault(name, []).append(ms)
 
     def spread(values):
-        return (max(values) - min(values)) / statistics.median(values) * 100
+        median = statistics.median(values)
+        return (max(values) - min(values)) / median * 100 if median else 0.0
 
     width = max(len(name) for name in times["before"])
     print(f"{'ms, median of ' + str(args.rounds) + ' rounds':{width}} {'before':>9} {'after':>9} {'ratio':>6}  spread")
     for name, before in times["before"].items():
         after = times["after"][name]
         b, a = statistics.median(before), statistics.median(after)
-        print(f"{name:{width}} {b:9.2f} {a:9.2f} {a / b:6.2f}  {spread(before):.0f}% / {spread(after):.0f}%")
+        ratio = f"{a / b:6.2f}" if b else "     -"
+        print(f"{name:{width}} {b:9.2f} {a:9.2f} {ratio}  {spread(before):.0f}% / {spread(after):.0f}%")
 
 
 if __name__ == "__main__":

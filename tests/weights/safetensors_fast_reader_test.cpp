@@ -4,6 +4,7 @@
 // error (parse_safetensors_header's errors are tested in safetensors_test).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace {
 
 void expect_same_fields(const SafetensorsFields &a, const SafetensorsFields &b) {
   EXPECT_EQ(a.metadata, b.metadata);
+  EXPECT_EQ(a.has_metadata, b.has_metadata);
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   // The strict reader yields tensors in key order, the fast one in file order.
   auto sorted = [](std::vector<TensorInfo> t) {
@@ -88,7 +90,11 @@ TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551616]}})",  // past 2^64 - 1
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4e0]}})",                   // an exponent
       R"({"w\ud800":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",               // a lone surrogate
-      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",                    // a trailing comma
+      R"({"w\ud800\u0041":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",  // a high surrogate, then no low one
+      R"({"w\ud800\ud800":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",  // two high surrogates
+      R"({"w\udc00":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",        // a lone low surrogate
+      R"({"__metadata__":{"k":{"a":[1]}}})",                                    // nested four deep
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",             // a trailing comma
   };
   for (const std::string &header : broken) {
     SCOPED_TRACE(header);

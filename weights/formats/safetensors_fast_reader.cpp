@@ -1,5 +1,6 @@
 #include "weights/formats/safetensors_fast_reader.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <unordered_set>
@@ -16,37 +17,68 @@ namespace dom = simdjson::dom;
 
 constexpr unsigned kDtype = 1, kShape = 2, kOffsets = 4;
 
-// Whether a '-' lies outside the strings of a JSON text: a negative number,
-// which no header field holds. simdjson reads -0 as the integer 0, which the
-// strict reader refuses (it is not a non-negative integer there), so the sign
-// is looked for in the text. Most headers hold no '-' at all.
-bool has_minus_outside_strings(std::string_view text) {
-  if (text.find('-') == std::string_view::npos) return false;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // the escaped character, a quote included
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '-') {
-      return true;
-    }
-  }
-  return false;
+// Whether the quote at text[at] is escaped: an odd run of backslashes before it.
+bool escaped(std::string_view text, std::size_t at) {
+  std::size_t backslashes = 0;
+  while (backslashes < at && text[at - 1 - backslashes] == '\\') ++backslashes;
+  return backslashes % 2 == 1;
 }
 
-// A JSON integer of at least 0 (the text holds no minus sign): simdjson types
-// those up to 2^63 - 1 as int64 and the rest up to 2^64 - 1 as uint64.
+// One pass over the text outside its strings, before simdjson builds
+// anything: false where the header cannot be well-formed in ways that would
+// make simdjson's tree large or read it wrongly. A header nests three levels
+// (the header, an entry or the metadata, a shape or the offsets), an array
+// holds at most kMaxTensorRank numbers, and no number is negative; simdjson
+// reads -0 as the integer 0, which the strict reader refuses, so the sign is
+// looked for here. A hostile header of one shape of millions of numbers is
+// thus refused after one scan that allocates nothing (the strict reader then
+// stops at its 65th number), instead of a tree of 24 bytes a number.
+bool plausible_outline(std::string_view text) {
+  constexpr std::size_t kLevels = 3;
+  char open[kLevels] = {};  // the containers entered: '{' or '['
+  std::size_t depth = 0;
+  std::size_t elements = 0;  // of the innermost array
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    switch (text[i]) {
+      case '"':  // on to the string's closing quote: the next one with an even run of backslashes before it
+        do {
+          i = text.find('"', i + 1);
+          if (i == std::string_view::npos) return true;  // unterminated: simdjson refuses it
+        } while (escaped(text, i));
+        break;
+      case '-':
+        return false;
+      case '{':
+      case '[':
+        if (depth == kLevels) return false;
+        open[depth++] = text[i];
+        elements = 1;
+        break;
+      case '}':
+      case ']':
+        if (depth == 0) return false;
+        --depth;
+        break;
+      case ',':
+        if (depth > 0 && open[depth - 1] == '[' && ++elements > kMaxTensorRank) return false;
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+// A JSON integer of at least 0: simdjson types those up to 2^63 - 1 as int64
+// and the rest up to 2^64 - 1 as uint64.
 bool read_unsigned(dom::element value, std::uint64_t &out) {
   switch (value.type()) {
-    case dom::element_type::INT64:
-      out = static_cast<std::uint64_t>(value.get_int64().value_unsafe());
+    case dom::element_type::INT64: {
+      const std::int64_t n = value.get_int64().value_unsafe();
+      if (n < 0) return false;
+      out = static_cast<std::uint64_t>(n);
       return true;
+    }
     case dom::element_type::UINT64:
       out = value.get_uint64().value_unsafe();
       return true;
@@ -126,14 +158,14 @@ bool names_unique(const std::vector<TensorInfo> &tensors) {
 }
 
 bool read_header(std::string_view header_json, SafetensorsFields &out) {
-  if (has_minus_outside_strings(header_json)) return false;
+  if (!plausible_outline(header_json)) return false;
   dom::parser parser;  // parse() copies the text into its own padded buffer
   dom::object header;
   if (parser.parse(header_json.data(), header_json.size()).get_object().get(header) != simdjson::SUCCESS) {
     return false;  // a syntax error, text after the end, bad escapes, a number out of range, not an object
   }
   bool seen_metadata = false;
-  out.tensors.reserve(header.size());
+  out.tensors.reserve(std::min<std::size_t>(header.size(), kMaxTensorsPerFile));
   for (dom::key_value_pair entry : header) {
     if (out.tensors.size() + (seen_metadata ? 1 : 0) >= kMaxTensorsPerFile) return false;
     if (entry.key == "__metadata__") {
