@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "weights/formats/limits.hpp"
 #include "weights/formats/safetensors.hpp"
 #include "weights/formats/safetensors_fast_reader.hpp"
 
@@ -101,6 +102,35 @@ TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
     EXPECT_FALSE(read_safetensors_fields_fast(header).has_value());
     EXPECT_FALSE(read_safetensors_fields_strictly(header, "t.safetensors"));
   }
+}
+
+TEST(SafetensorsFastReader, OutlineScanRefusesWhatWouldMakeALargeTreeBeforeParsing) {
+  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  auto shape_of = [](std::size_t rank) {
+    std::string shape = "[";
+    for (std::size_t i = 0; i < rank; ++i) shape += i == 0 ? "0" : ",0";
+    return shape + "]";
+  };
+  auto header_of_shape = [&](std::size_t rank) {
+    return R"({"t":{"dtype":"U8","shape":)" + shape_of(rank) + R"(,"data_offsets":[0,0]}})";
+  };
+  auto object_of = [](std::size_t members, const std::string &value) {
+    std::string text = "{";
+    for (std::size_t i = 0; i < members; ++i) text += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + value;
+    return text + "}";
+  };
+  EXPECT_TRUE(safetensors_outline_plausible(header_of_shape(kMaxTensorRank)));
+  EXPECT_FALSE(safetensors_outline_plausible(header_of_shape(kMaxTensorRank + 1)));
+  EXPECT_FALSE(safetensors_outline_plausible(header_of_shape(5'000'000)));  // the audit's header, scaled down
+  EXPECT_TRUE(safetensors_outline_plausible(object_of(kMaxTensorsPerFile, entry)));
+  EXPECT_FALSE(safetensors_outline_plausible(object_of(kMaxTensorsPerFile + 1, "0")));
+  EXPECT_FALSE(
+      safetensors_outline_plausible(R"({"__metadata__":)" + object_of(kMaxTensorsPerFile + 1, R"("v")") + "}"));
+  EXPECT_FALSE(safetensors_outline_plausible(R"({"t":{"shape":[[0]]}})"));  // four levels
+  EXPECT_FALSE(safetensors_outline_plausible(R"({"t":{"shape":[-0]}})"));   // a minus sign
+  // Strings are skipped whole, escaped quotes and backslashes included: nothing in them counts.
+  EXPECT_TRUE(safetensors_outline_plausible(R"({"a-[{,\"-0":{"s":"\\","x":"-{[,,,\"]"}})"));
+  EXPECT_FALSE(safetensors_outline_plausible(R"({"a\\":-1})"));  // the name ends at the second quote
 }
 
 }  // namespace

@@ -13,10 +13,6 @@ namespace rootspan::weights {
 
 namespace {
 
-namespace dom = simdjson::dom;
-
-constexpr unsigned kDtype = 1, kShape = 2, kOffsets = 4;
-
 // Whether the quote at text[at] is escaped: an odd run of backslashes before it.
 bool escaped(std::string_view text, std::size_t at) {
   std::size_t backslashes = 0;
@@ -24,20 +20,13 @@ bool escaped(std::string_view text, std::size_t at) {
   return backslashes % 2 == 1;
 }
 
-// One pass over the text outside its strings, before simdjson builds
-// anything: false where the header cannot be well-formed in ways that would
-// make simdjson's tree large or read it wrongly. A header nests three levels
-// (the header, an entry or the metadata, a shape or the offsets), an array
-// holds at most kMaxTensorRank numbers, and no number is negative; simdjson
-// reads -0 as the integer 0, which the strict reader refuses, so the sign is
-// looked for here. A hostile header of one shape of millions of numbers is
-// thus refused after one scan that allocates nothing (the strict reader then
-// stops at its 65th number), instead of a tree of 24 bytes a number.
-bool plausible_outline(std::string_view text) {
+}  // namespace
+
+bool safetensors_outline_plausible(std::string_view text) {
   constexpr std::size_t kLevels = 3;
-  char open[kLevels] = {};  // the containers entered: '{' or '['
+  char open[kLevels] = {};          // the containers entered: '{' or '['
+  std::size_t items[kLevels] = {};  // the members or elements of each, counted by their commas
   std::size_t depth = 0;
-  std::size_t elements = 0;  // of the innermost array
   for (std::size_t i = 0; i < text.size(); ++i) {
     switch (text[i]) {
       case '"':  // on to the string's closing quote: the next one with an even run of backslashes before it
@@ -51,23 +40,32 @@ bool plausible_outline(std::string_view text) {
       case '{':
       case '[':
         if (depth == kLevels) return false;
-        open[depth++] = text[i];
-        elements = 1;
+        open[depth] = text[i];
+        items[depth++] = 1;
         break;
       case '}':
       case ']':
         if (depth == 0) return false;
         --depth;
         break;
-      case ',':
-        if (depth > 0 && open[depth - 1] == '[' && ++elements > kMaxTensorRank) return false;
+      case ',': {
+        if (depth == 0) break;  // after the header: simdjson refuses the text
+        const std::size_t limit = open[depth - 1] == '[' ? kMaxTensorRank : kMaxTensorsPerFile;
+        if (++items[depth - 1] > limit) return false;
         break;
+      }
       default:
         break;
     }
   }
   return true;
 }
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+constexpr unsigned kDtype = 1, kShape = 2, kOffsets = 4;
 
 // A JSON integer of at least 0: simdjson types those up to 2^63 - 1 as int64
 // and the rest up to 2^64 - 1 as uint64.
@@ -158,7 +156,7 @@ bool names_unique(const std::vector<TensorInfo> &tensors) {
 }
 
 bool read_header(std::string_view header_json, SafetensorsFields &out) {
-  if (!plausible_outline(header_json)) return false;
+  if (!safetensors_outline_plausible(header_json)) return false;
   dom::parser parser;  // parse() copies the text into its own padded buffer
   dom::object header;
   if (parser.parse(header_json.data(), header_json.size()).get_object().get(header) != simdjson::SUCCESS) {

@@ -25,4 +25,17 @@ namespace rootspan::weights {
 // text must already have passed check_json_text.
 std::optional<SafetensorsFields> read_safetensors_fields_fast(std::string_view header_json);
 
+// The scan read_safetensors_fields_fast makes first: one pass over the text
+// outside its strings that allocates nothing, false where the header cannot
+// be well-formed in ways that would make simdjson's tree large or read it
+// wrongly. A header nests three levels (the header, an entry or the metadata,
+// a shape or the offsets), an object holds at most kMaxTensorsPerFile members
+// (the header's entries, the metadata's strings), an array at most
+// kMaxTensorRank numbers, and no number is negative (simdjson reads -0 as the
+// integer 0, which the strict reader refuses: the sign is looked for here).
+// So every limit is checked before simdjson's tree grows: a header of one
+// shape of millions of numbers is refused by this scan (the strict reader
+// then stops at its 65th number), not after a tree of 24 bytes a number.
+bool safetensors_outline_plausible(std::string_view text);
+
 }  // namespace rootspan::weights
