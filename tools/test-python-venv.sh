@@ -50,6 +50,10 @@ import rootspan
 here = os.path.dirname(rootspan.__file__)
 assert rootspan.library_path().startswith(here), f"the library came from {rootspan.library_path()}, not the wheel"
 print("rootspan", rootspan.__version__, "from", here)
+from rootspan import _compiled  # the one compiled module, inside the wheel
+compiled = _compiled.describe()
+assert compiled is not None and compiled.__file__.startswith(here), compiled
+print("compiled module:", os.path.basename(compiled.__file__))
 with rootspan.Context() as ctx:  # the wheel's manifest, found beside its library
     reports = ctx.providers()
     assert any(r.name == "host" and r.state == "loaded" for r in reports), reports

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Two builds of librootspan side by side on what the header parse weighs on.
+"""Two builds of librootspan, or two settings of one, side by side on what the
+header parse and the per-tensor path weigh on.
 
-The same Python package runs over each library (ROOTSPAN_LIBRARY) in fresh
+The same Python package runs over each side's library (ROOTSPAN_LIBRARY), with
+that side's environment settings (--before-env, --after-env), in fresh
 processes, alternating, for --rounds rounds. Each process times, on every file
 given: describing the file (rootspan.inspect.describe_safetensors_file), the
 drop-in's safe_open with keys(), with its first tensor, and with every tensor,
@@ -10,7 +12,10 @@ one unmeasured call. The library measured first alternates from round to round. 
 after, their ratio, and each side's spread ((slowest - fastest) / median).
 
 usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE.safetensors [...]
-       [--rounds 4] [--calls 7]
+       [--rounds 4] [--calls 7] [--before-env NAME=VALUE ...] [--after-env NAME=VALUE ...]
+e.g. the Python package's compiled module off and on, over one library:
+       library_ab.py --before build/librootspan.so --before-env ROOTSPAN_PYTHON_EXTENSION=off \
+                     --after build/librootspan.so FILE.safetensors
 """
 import argparse
 import json
@@ -60,6 +65,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="the earlier librootspan.so")
     parser.add_argument("--after", required=True, help="the later librootspan.so")
+    for side in ("before", "after"):
+        parser.add_argument(f"--{side}-env", action="append", default=[], metavar="NAME=VALUE",
+                            help=f"an environment setting of the {side} processes (repeatable)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--calls", type=int, default=7)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -68,17 +76,25 @@ def main():
     if args.child:
         return child(args.files, args.calls)
     libraries = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
+    settings = {"before": args.before_env, "after": args.after_env}
+    environments = {}
     for side, library in libraries.items():
         if not os.path.isfile(library):
             sys.exit(f"--{side}: no library at {library}")
+        environments[side] = dict(os.environ, ROOTSPAN_LIBRARY=library)
+        for setting in settings[side]:
+            name, equals, value = setting.partition("=")
+            if not name or not equals:
+                sys.exit(f"--{side}-env: expected NAME=VALUE, got {setting!r}")
+            environments[side][name] = value
     times = {side: {} for side in libraries}
     for round_number in range(args.rounds):
         # before first in even rounds, after first in odd ones: neither always meets a fresher cache
         order = list(libraries.items())
-        for side, library in order if round_number % 2 == 0 else reversed(order):
+        for side, _ in order if round_number % 2 == 0 else reversed(order):
             run = subprocess.run([sys.executable, __file__, "--child", "--before", args.before, "--after", args.after,
                                   "--calls", str(args.calls)] + args.files,
-                                 env=dict(os.environ, ROOTSPAN_LIBRARY=library), capture_output=True, text=True)
+                                 env=environments[side], capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"the {side} process failed:\n{run.stderr}")
             for name, ms in json.loads(run.stdout).items():

@@ -213,6 +213,11 @@ import sys
 import rootspan
 libdir, example, schema = sys.argv[1:4]
 assert rootspan.library_path() == libdir + "/librootspan.so.0", rootspan.library_path()
+import os
+from rootspan import _compiled  # the compiled module, installed beside the package's files where it was built
+compiled = _compiled.describe()
+if os.environ.get("ROOTSPAN_COMPILED_MODULE") == "built":
+    assert compiled is not None and os.path.dirname(compiled.__file__) == os.path.dirname(rootspan.__file__), compiled
 with rootspan.Context() as ctx:
     providers = ctx.providers()
     host = sorted((p.origin, p.state) for p in providers if p.name == "host")

@@ -21,7 +21,7 @@ import sys
 import weakref
 from typing import NamedTuple
 
-from . import _abi, _arguments, _memory, dtypes, errors
+from . import _abi, _arguments, _compiled, _memory, dtypes, errors
 from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
@@ -430,41 +430,27 @@ class Component(_Exportable):
     the GGUF tensor it is, or None: with the raw blocks, what an engine's GGUF
     loader wants (vLLM's qweight_type); format_id ("gguf.q8_0") names it."""
 
-    def __init__(self, weights, index, info):
+    def __init__(self, weights, index, values):
+        """values: the component's rootspan_component_info as a tuple (_component_values)."""
+        (self.id, self.source_name, self._root_handle, self.nbytes, self.segments, self.zero_copy, self.read_only,
+         dtype, role, encoding, self.format_id, self.values_per_block, self.bytes_per_block, self.shape, gguf_type,
+         self.source_file, self.source_offset, self.source_contiguous) = values
+        # source_name: the checkpoint's own name of its (first) tensor. source_file, source_offset: where its
+        # bytes lie, its first segment's file (relative to the checkpoint's folder) and offset there;
+        # source_contiguous: those nbytes bytes are all of it. _root_handle: the Root object is made on first
+        # use (most loads never ask for it).
         self._wstate = weights._wstate  # not the Weights object: no reference cycle
         self.index = index
-        self.id = _text(info.id)
-        self.source_name = _text(info.source_name)  # the checkpoint's own name of its (first) tensor
         self._context = weights._context
-        self._root_handle = info.root  # the Root object is made on first use (most loads never ask for it)
         self._root = None
         self._lease = None  # weakref to the lease every export of this component shares
-        self.nbytes = info.byte_length
-        self.segments = info.segments
-        self.zero_copy = info.zero_copy != 0
-        self.read_only = info.read_only != 0
         # _map_code: what its root is mapped as, its element type or bytes for the sub-byte types (their roots
         # are untyped). The lookups are inline, a function called only for a value not seen yet: a load makes
         # thousands of components.
-        code = info.dtype
-        self.dtype, self._map_code, self.numpy_dtype = _element_types.get(code) or _element_type(code)
-        code = info.role
-        self.role = _role_names.get(code) or _role_name(weights._context._state.lib, code)
-        code = info.encoding
-        self.encoding = _encoding_names.get(code) or _encoding_name(code)
-        self.format_id = _text(info.format_id)
-        gguf_type = info.gguf_type
+        self.dtype, self._map_code, self.numpy_dtype = _element_types.get(dtype) or _element_type(dtype)
+        self.role = _role_names.get(role) or _role_name(weights._context._state.lib, role)
+        self.encoding = _encoding_names.get(encoding) or _encoding_name(encoding)
         self.gguf_type = gguf_type if gguf_type >= 0 else None
-        # Where its bytes lie: its first segment's file (relative to the checkpoint's folder) and offset there;
-        # source_contiguous: those nbytes bytes are all of it.
-        raw = info.source_file
-        self.source_file = _file_names.get(raw) or _file_name(raw)
-        self.source_offset = info.source_offset
-        self.source_contiguous = info.source_contiguous != 0
-        self.values_per_block = info.values_per_block
-        self.bytes_per_block = info.bytes_per_block
-        rank = info.rank
-        self.shape = tuple(info.shape[:rank]) if rank else ()
 
     @property
     def root(self):
@@ -587,6 +573,34 @@ def _sha256_of(lease):
     return digest.hexdigest()
 
 
+def _component_values(lib, handle, count):
+    """(a tuple for each of the weights' components, in index order, until a call fails; that call's status,
+    or OK): rootspan_component_info's fields id, source_name, root, byte_length, segments, zero_copy, read_only,
+    dtype, role, encoding, format_id, values_per_block, bytes_per_block, shape, gguf_type, source_file,
+    source_offset, source_contiguous; its strings as str, its flags as bool, shape as a tuple. One call of the
+    compiled rootspan._describe where there is one, else ctypes (the same tuples, more slowly)."""
+    compiled = _compiled.describe()
+    if compiled is not None:
+        function = ctypes.cast(lib.rootspan_weights_component, ctypes.c_void_p).value
+        return compiled.components(function, handle, count)
+    component_info = lib.rootspan_weights_component
+    info = _abi.ComponentInfo()  # filled again for each component; the tuple copies what it keeps
+    info.struct_size = ctypes.sizeof(_abi.ComponentInfo)
+    info_ref = ctypes.byref(info)
+    described = []
+    for i in range(count):
+        status = component_info(handle, i, info_ref)
+        if status != _abi.OK:
+            return described, status
+        rank = info.rank
+        described.append((_text(info.id), _text(info.source_name), info.root, info.byte_length, info.segments,
+                          info.zero_copy != 0, info.read_only != 0, info.dtype, info.role, info.encoding,
+                          _text(info.format_id), info.values_per_block, info.bytes_per_block,
+                          tuple(info.shape[:rank]) if rank else (), info.gguf_type, _file_name(info.source_file),
+                          info.source_offset, info.source_contiguous != 0))
+    return described, _abi.OK
+
+
 class _ComponentValues(collections.abc.ValuesView):
     def __iter__(self):
         return iter(self._mapping._live_components())
@@ -613,18 +627,11 @@ class Weights(collections.abc.Mapping):
         errors.check_plain(lib.rootspan_weights_bytes_read(handle, ctypes.byref(bytes_read)), "weights",
                            "rootspan_weights_bytes_read failed")
         self.bytes_read = bytes_read.value  # what the load read from the files (one rank's share when sliced)
-        self._components = []
-        component_info = lib.rootspan_weights_component
-        size = ctypes.sizeof(_abi.ComponentInfo)
-        info = _abi.ComponentInfo()  # filled again for each component, which copies what it keeps
-        info.struct_size = size
-        info_ref = ctypes.byref(info)
         with _memory.gc_paused():  # thousands of components: no collector passes over torch meanwhile
-            for i in range(count.value):
-                status = component_info(handle, i, info_ref)
-                if status != _abi.OK:
-                    errors.check_plain(status, "weights", f"rootspan_weights_component({i}) failed")
-                self._components.append(Component(self, i, info))
+            described, status = _component_values(lib, handle, count.value)
+            if status != _abi.OK:
+                errors.check_plain(status, "weights", f"rootspan_weights_component({len(described)}) failed")
+            self._components = [Component(self, i, values) for i, values in enumerate(described)]
         self._skipped = {}
         skipped = ctypes.c_size_t()
         errors.check_plain(lib.rootspan_weights_skipped_count(handle, ctypes.byref(skipped)), "weights",

@@ -4,13 +4,16 @@ the file's own bytes (read here with json + struct) under both strategies,
 the component layout fields, read-only zero-copy regions, the lifetime of
 weights held by consumers, progress and cancellation, bad input, and no
 leak over repeated loads."""
+import ctypes
 import gc
+import importlib.machinery
 import os
 import struct
 import sys
 import tempfile
 import threading
 import unittest
+import unittest.mock
 
 try:
     import numpy
@@ -21,7 +24,7 @@ except ImportError as missing:
     sys.exit(77)
 
 import rootspan
-from rootspan import dlpack
+from rootspan import _abi, _compiled, dlpack
 from support import (ELEMENT_BYTES, EXAMPLE, EXAMPLE_SCHEMA, VERSIONED_NUMPY, VERSIONED_TORCH, Consumed,
                      checkpoint_tensors, context, rss_kib, run_python,
                      schema_components, write_safetensors)
@@ -516,6 +519,94 @@ class Progress(Base):
         with self.assertRaisesRegex(KeyError, "from the callback") as caught:
             self.ctx.load(EXAMPLE, progress=progress)
         self.assertIsInstance(caught.exception.__cause__, rootspan.CancelledError)
+
+
+class CompiledDescribe(Base):
+    """rootspan._describe, the package's compiled module, describes components exactly as its ctypes path."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def compiled(self):
+        module = _compiled.describe()
+        if module is None:
+            self.skipTest("rootspan._describe is not built for this Python")
+        return module
+
+    def both_ways(self, weights, count):
+        """(compiled, ctypes) _component_values of count components of weights."""
+        lib = self.ctx._state.lib
+        handle = weights._wstate.handle
+        compiled = rootspan.weights._component_values(lib, handle, count)
+        with unittest.mock.patch.object(_compiled, "describe", return_value=None):
+            by_ctypes = rootspan.weights._component_values(lib, handle, count)
+        return compiled, by_ctypes
+
+    def test_the_build_made_it_and_it_is_used(self):
+        # The module this build made, where it made one that this Python can import.
+        folder = os.path.join(os.environ.get("ROOTSPAN_BUILD_ROOT", ""), "bindings", "python")
+        built = [s for s in importlib.machinery.EXTENSION_SUFFIXES
+                 if os.path.isfile(os.path.join(folder, "_describe" + s))]
+        if not built:
+            self.skipTest(f"no rootspan._describe in {folder!r}")
+        self.assertEqual(os.path.dirname(self.compiled().__file__), folder)
+
+    def test_the_same_tuples_as_ctypes(self):
+        self.compiled()
+        other = os.path.join(self.tmp.name, "other.safetensors")
+        write_safetensors(other, {"a b": ("F32", (2,), struct.pack("<2f", 1.0, 2.0)),  # an id of its own
+                                  "caf\u00e9.w": ("F16", (1, 2, 1), bytes(4)),
+                                  "scalar": ("I64", (), struct.pack("<q", -3))})
+        for path, schema, strategy in ((EXAMPLE, EXAMPLE_SCHEMA, "mmap"), (EXAMPLE, EXAMPLE_SCHEMA, "read"),
+                                       (other, None, "mmap")):
+            with self.subTest(path=os.path.basename(path), strategy=strategy), \
+                    self.ctx.load(path, schema=schema, strategy=strategy) as weights:
+                compiled, by_ctypes = self.both_ways(weights, len(weights))
+                self.assertEqual(compiled, by_ctypes)
+                self.assertEqual(compiled[1], _abi.OK)
+                self.assertEqual(len(compiled[0]), len(weights))
+                self.assertEqual([values[0] for values in compiled[0]], list(weights))
+                # A call that fails stops both where it failed, with its status.
+                compiled, by_ctypes = self.both_ways(weights, len(weights) + 2)
+                self.assertEqual(compiled, by_ctypes)
+                self.assertEqual(len(compiled[0]), len(weights))
+                self.assertNotEqual(compiled[1], _abi.OK)
+        with self.ctx.load(other) as weights:
+            names = {c.source_name: c for c in weights.values()}
+            self.assertEqual((names["a b"].shape, names["caf\u00e9.w"].shape, names["scalar"].shape),
+                             ((2,), (1, 2, 1), ()))
+            self.assertTrue(names["a b"].id.startswith("tensor."))
+
+    def test_bad_calls_are_refused(self):
+        compiled = self.compiled()
+        with self.ctx.load(EXAMPLE) as weights:
+            function = ctypes.cast(self.ctx._state.lib.rootspan_weights_component, ctypes.c_void_p).value
+            handle = weights._wstate.handle
+            with self.assertRaisesRegex(ValueError, "got 0"):
+                compiled.components(0, handle, 1)
+            with self.assertRaisesRegex(ValueError, "got 0"):
+                compiled.components(function, 0, 1)
+            with self.assertRaisesRegex(ValueError, "at least 0, got -1"):
+                compiled.components(function, handle, -1)
+            with self.assertRaises(TypeError):
+                compiled.components(str(function), handle, 1)
+            self.assertEqual(compiled.components(function, handle, 0), ([], _abi.OK))
+
+    def test_the_setting_turns_it_off_or_is_refused(self):
+        self.addCleanup(setattr, _compiled, "_found", _compiled._found)
+        for value, expected in (("off", None), ("on", _compiled.describe())):
+            with self.subTest(value=value), unittest.mock.patch.dict(os.environ,
+                                                                     {"ROOTSPAN_PYTHON_EXTENSION": value}):
+                _compiled._found = None
+                self.assertIs(_compiled.describe(), expected)
+        with unittest.mock.patch.dict(os.environ, {"ROOTSPAN_PYTHON_EXTENSION": "fast"}):
+            _compiled._found = None
+            with self.assertRaisesRegex(ValueError, "ROOTSPAN_PYTHON_EXTENSION: expected on or off, got 'fast'"):
+                _compiled.describe()
+            with self.assertRaisesRegex(ValueError, "ROOTSPAN_PYTHON_EXTENSION"):
+                self.ctx.load(EXAMPLE)
 
 
 class BadInput(Base):

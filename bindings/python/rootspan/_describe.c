@@ -1,0 +1,185 @@
+/* rootspan._describe: every component of a load described in one call.
+ *
+ * The package is ctypes over librootspan.so; this is its one compiled module,
+ * and it is optional. Describing a component through ctypes reads its
+ * rootspan_component_info field by field, one ctypes read each, which cost
+ * more than the load itself did per component; here C reads the structs and
+ * hands Python one tuple a component. Without this module (no compiler or no
+ * Python headers at build time, another Python than the one it was built for,
+ * or ROOTSPAN_PYTHON_EXTENSION=off) rootspan/weights.py makes the same tuples
+ * through ctypes; the tests compare the two.
+ *
+ * It links nothing: the caller passes the address of the library's
+ * rootspan_weights_component (from ctypes), so the module serves whichever
+ * librootspan.so the package opened. Private to the package: a wrong address
+ * is a crash, as it would be through ctypes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "rootspan/weights.h"
+
+typedef rootspan_status (*component_function)(const rootspan_weights *weights, size_t index,
+                                              rootspan_component_info *info);
+
+/* A C string the library returned as str, bad UTF-8 replaced (as _abi.text); None for NULL. New reference. */
+static PyObject *text(const char *value) {
+  if (value == NULL) {
+    Py_RETURN_NONE;
+  }
+  return PyUnicode_DecodeUTF8(value, (Py_ssize_t)strlen(value), "replace");
+}
+
+static PyObject *new_reference(PyObject *object) {
+  Py_INCREF(object);
+  return object;
+}
+
+static PyObject *flag(int32_t value) { return PyBool_FromLong(value != 0); }
+
+static PyObject *shape_of(const rootspan_component_info *info) {
+  PyObject *shape = PyTuple_New(info->rank);
+  if (shape == NULL) {
+    return NULL;
+  }
+  for (uint32_t d = 0; d < info->rank; ++d) {
+    PyObject *extent = PyLong_FromUnsignedLongLong(info->shape[d]);
+    if (extent == NULL) {
+      Py_DECREF(shape);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(shape, d, extent);
+  }
+  return shape;
+}
+
+/* The tuple weights.py's Component is made from; the order is weights.COMPONENT_VALUES'. source_file is
+ * the previous component's str when it names the same file (a load's components lie in a few files).
+ * New reference, or NULL with an exception set. */
+static PyObject *values_of(const rootspan_component_info *info, const char **last_file, PyObject **last_file_text) {
+  PyObject *source_file;
+  if (info->source_file != NULL && *last_file != NULL && strcmp(info->source_file, *last_file) == 0) {
+    source_file = new_reference(*last_file_text);
+  } else {
+    source_file = text(info->source_file);
+    if (source_file != NULL && info->source_file != NULL) {
+      Py_XDECREF(*last_file_text);
+      *last_file_text = new_reference(source_file);
+      *last_file = info->source_file;
+    }
+  }
+  PyObject *items[] = {
+      text(info->id),
+      text(info->source_name),
+      info->root != NULL ? PyLong_FromVoidPtr(info->root) : new_reference(Py_None), /* as ctypes' c_void_p */
+      PyLong_FromUnsignedLongLong(info->byte_length),
+      PyLong_FromUnsignedLongLong(info->segments),
+      flag(info->zero_copy),
+      flag(info->read_only),
+      PyLong_FromLong(info->dtype),
+      PyLong_FromLong(info->role),
+      PyLong_FromLong(info->encoding),
+      text(info->format_id),
+      PyLong_FromUnsignedLongLong(info->values_per_block),
+      PyLong_FromUnsignedLongLong(info->bytes_per_block),
+      shape_of(info),
+      PyLong_FromLong(info->gguf_type),
+      source_file,
+      PyLong_FromUnsignedLongLong(info->source_offset),
+      flag(info->source_contiguous),
+  };
+  const Py_ssize_t count = (Py_ssize_t)(sizeof items / sizeof items[0]);
+  PyObject *values = PyTuple_New(count);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (values == NULL || items[i] == NULL) {  // one failed: drop them all (each is a new reference or NULL)
+      for (Py_ssize_t j = 0; j < count; ++j) {
+        Py_XDECREF(items[j]);
+      }
+      Py_XDECREF(values);
+      return NULL;
+    }
+  }
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyTuple_SET_ITEM(values, i, items[i]);
+  }
+  return values;
+}
+
+/* components(function, weights, count) -> (list, status)
+ *
+ * function: the address of rootspan_weights_component; weights: a rootspan_weights handle's address; count:
+ * its components (rootspan_weights_component_count). Calls the function for indexes 0, 1, ... without
+ * holding the GIL, and stops at the first status that is not ROOTSPAN_OK: the list holds one tuple for each
+ * component described before it, and status is that call's (ROOTSPAN_OK when all were). */
+static PyObject *components(PyObject *module, PyObject *args) {
+  (void)module;
+  unsigned long long function_address = 0;
+  unsigned long long weights_address = 0;
+  Py_ssize_t count = 0;
+  if (!PyArg_ParseTuple(args, "KKn:components", &function_address, &weights_address, &count)) {
+    return NULL;
+  }
+  if (function_address == 0 || weights_address == 0) {
+    return PyErr_Format(PyExc_ValueError,
+                        "components: expected the addresses of rootspan_weights_component and "
+                        "of a weights handle, got 0");
+  }
+  if (count < 0) {
+    return PyErr_Format(PyExc_ValueError, "components: expected a count of at least 0, got %zd", count);
+  }
+  rootspan_component_info *infos = PyMem_RawCalloc(count > 0 ? (size_t)count : 1, sizeof *infos);
+  if (infos == NULL) {
+    return PyErr_NoMemory();
+  }
+  const component_function describe = (component_function)(uintptr_t)function_address;
+  const rootspan_weights *weights = (const rootspan_weights *)(uintptr_t)weights_address;
+  rootspan_status status = ROOTSPAN_OK;
+  Py_ssize_t described = 0;
+  Py_BEGIN_ALLOW_THREADS;
+  for (; described < count; ++described) {
+    infos[described].struct_size = ROOTSPAN_COMPONENT_INFO_STRUCT_SIZE;
+    status = describe(weights, (size_t)described, &infos[described]);
+    if (status != ROOTSPAN_OK) {
+      break;
+    }
+  }
+  Py_END_ALLOW_THREADS;
+  PyObject *list = PyList_New(described);
+  const char *last_file = NULL;
+  PyObject *last_file_text = NULL;
+  for (Py_ssize_t i = 0; list != NULL && i < described; ++i) {
+    PyObject *values = values_of(&infos[i], &last_file, &last_file_text);
+    if (values == NULL) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, i, values);
+  }
+  Py_XDECREF(last_file_text);
+  PyMem_RawFree(infos);
+  if (list == NULL) {
+    return NULL;
+  }
+  return Py_BuildValue("(Ni)", list, (int)status);
+}
+
+static PyMethodDef methods[] = {
+    {"components", components, METH_VARARGS,
+     "components(function, weights, count) -> (list of one tuple per component, status of the call that "
+     "stopped, ROOTSPAN_OK when none did)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT,
+    "rootspan._describe",
+    "Every component of a load described in one call.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__describe(void) { return PyModule_Create(&module_definition); }
