@@ -53,7 +53,11 @@ print("rootspan", rootspan.__version__, "from", here)
 from rootspan import _compiled  # the one compiled module, inside the wheel
 compiled = _compiled.describe()
 assert compiled is not None and compiled.__file__.startswith(here), compiled
-print("compiled module:", os.path.basename(compiled.__file__))
+from importlib.metadata import distribution  # built for the limited API: one wheel for this Python and later ones
+tags = [line.split(": ", 1)[1] for line in distribution("rootspan").read_text("WHEEL").splitlines()
+        if line.startswith("Tag: ")]
+assert compiled.__file__.endswith(".abi3.so") and tags and all("-abi3-" in tag for tag in tags), (compiled, tags)
+print("compiled module:", os.path.basename(compiled.__file__), "wheel tags:", tags)
 with rootspan.Context() as ctx:  # the wheel's manifest, found beside its library
     reports = ctx.providers()
     assert any(r.name == "host" and r.state == "loaded" for r in reports), reports

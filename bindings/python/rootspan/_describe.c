@@ -15,7 +15,9 @@
  * is a crash, as it would be through ctypes.
  */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include <Python.h>  // the limited API (Py_LIMITED_API) where meson sets it: one wheel for every later Python
+#include <stdlib.h>
+#include <string.h>
 
 #include "rootspan/weights.h"
 
@@ -44,11 +46,10 @@ static PyObject *shape_of(const rootspan_component_info *info) {
   }
   for (uint32_t d = 0; d < info->rank; ++d) {
     PyObject *extent = PyLong_FromUnsignedLongLong(info->shape[d]);
-    if (extent == NULL) {
+    if (extent == NULL || PyTuple_SetItem(shape, d, extent) < 0) {  // SetItem takes extent either way
       Py_DECREF(shape);
       return NULL;
     }
-    PyTuple_SET_ITEM(shape, d, extent);
   }
   return shape;
 }
@@ -100,7 +101,13 @@ static PyObject *values_of(const rootspan_component_info *info, const char **las
     }
   }
   for (Py_ssize_t i = 0; i < count; ++i) {
-    PyTuple_SET_ITEM(values, i, items[i]);
+    if (PyTuple_SetItem(values, i, items[i]) < 0) {  // it took items[i]; the later ones are still ours
+      for (Py_ssize_t j = i + 1; j < count; ++j) {
+        Py_DECREF(items[j]);
+      }
+      Py_DECREF(values);
+      return NULL;
+    }
   }
   return values;
 }
@@ -127,7 +134,7 @@ static PyObject *components(PyObject *module, PyObject *args) {
   if (count < 0) {
     return PyErr_Format(PyExc_ValueError, "components: expected a count of at least 0, got %zd", count);
   }
-  rootspan_component_info *infos = PyMem_RawCalloc(count > 0 ? (size_t)count : 1, sizeof *infos);
+  rootspan_component_info *infos = calloc(count > 0 ? (size_t)count : 1, sizeof *infos);
   if (infos == NULL) {
     return PyErr_NoMemory();
   }
@@ -149,14 +156,13 @@ static PyObject *components(PyObject *module, PyObject *args) {
   PyObject *last_file_text = NULL;
   for (Py_ssize_t i = 0; list != NULL && i < described; ++i) {
     PyObject *values = values_of(&infos[i], &last_file, &last_file_text);
-    if (values == NULL) {
+    if (values == NULL || PyList_SetItem(list, i, values) < 0) {  // SetItem takes values either way
       Py_CLEAR(list);
       break;
     }
-    PyList_SET_ITEM(list, i, values);
   }
   Py_XDECREF(last_file_text);
-  PyMem_RawFree(infos);
+  free(infos);
   if (list == NULL) {
     return NULL;
   }
