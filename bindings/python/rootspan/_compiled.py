@@ -1,12 +1,14 @@
 """The package's one compiled module, rootspan._describe (optional), and where it is found.
 
-1. ROOTSPAN_PYTHON_EXTENSION=off: not used; the package describes components through ctypes. Any value
-   other than on or off is refused (ValueError, at the first load).
+1. ROOTSPAN_PYTHON_EXTENSION=off: not used; the package describes components through ctypes. Read once,
+   at the first load; any value other than on or off is refused (ValueError) before that load starts, and
+   again at each later one.
 2. Installed (meson install, a wheel): beside this file, imported as rootspan._describe.
 3. A source tree used with a build's library (PYTHONPATH=bindings/python, ROOTSPAN_LIBRARY=<build>/
-   librootspan.so): the module that build made, <build>/bindings/python/_describe<suffix>.
+   librootspan.so, a path): the module that build made, <build>/bindings/python/_describe<suffix>, the
+   first of this Python's extension suffixes that loads.
 
-Not found, or made for another Python (an ImportError): None, and the ctypes path serves, more slowly.
+Not found, or not loadable by this Python (an ImportError): None, and the ctypes path serves, more slowly.
 """
 import os
 import threading
@@ -43,17 +45,21 @@ def _import():
         return _describe
     except ImportError:
         pass
+    library = _library.path()
+    if not os.path.isabs(library):  # found by the system's search (a bare name): no build folder beside it
+        return None
     import importlib.machinery  # only here: a source tree's way (every import counts in a new process)
     import importlib.util
-    folder = os.path.join(os.path.dirname(_library.path()), "bindings", "python")
+    folder = os.path.join(os.path.dirname(library), "bindings", "python")
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = os.path.join(folder, "_describe" + suffix)
-        if os.path.isfile(path):
+        if not os.path.isfile(path):
+            continue
+        try:  # an extension module is opened by module_from_spec, and runs its init in exec_module
             spec = importlib.util.spec_from_file_location(__package__ + "._describe", path)
             module = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(module)
-            except ImportError:
-                return None
-            return module
+            spec.loader.exec_module(module)
+        except ImportError:  # not loadable by this Python (another version, a broken file): the next, or ctypes
+            continue
+        return module
     return None

@@ -40,6 +40,10 @@ static PyObject *new_reference(PyObject *object) {
 static PyObject *flag(int32_t value) { return PyBool_FromLong(value != 0); }
 
 static PyObject *shape_of(const rootspan_component_info *info) {
+  if (info->rank > 0 && info->shape == NULL) {  // the library promises a shape for every rank above 0
+    return PyErr_Format(PyExc_ValueError, "component %s: rank %u but no shape", info->id ? info->id : "(no id)",
+                        (unsigned)info->rank);
+  }
   PyObject *shape = PyTuple_New(info->rank);
   if (shape == NULL) {
     return NULL;
@@ -54,60 +58,54 @@ static PyObject *shape_of(const rootspan_component_info *info) {
   return shape;
 }
 
-/* The tuple weights.py's Component is made from; the order is weights.COMPONENT_VALUES'. source_file is
- * the previous component's str when it names the same file (a load's components lie in a few files).
- * New reference, or NULL with an exception set. */
-static PyObject *values_of(const rootspan_component_info *info, const char **last_file, PyObject **last_file_text) {
-  PyObject *source_file;
+/* source_file as str: the previous component's str when it names the same file (a load's components lie in
+ * a few files). New reference, or NULL with an exception set. */
+static PyObject *source_file_of(const rootspan_component_info *info, const char **last_file,
+                                PyObject **last_file_text) {
   if (info->source_file != NULL && *last_file != NULL && strcmp(info->source_file, *last_file) == 0) {
-    source_file = new_reference(*last_file_text);
-  } else {
-    source_file = text(info->source_file);
-    if (source_file != NULL && info->source_file != NULL) {
-      Py_XDECREF(*last_file_text);
-      *last_file_text = new_reference(source_file);
-      *last_file = info->source_file;
-    }
+    return new_reference(*last_file_text);
   }
-  PyObject *items[] = {
-      text(info->id),
-      text(info->source_name),
-      info->root != NULL ? PyLong_FromVoidPtr(info->root) : new_reference(Py_None), /* as ctypes' c_void_p */
-      PyLong_FromUnsignedLongLong(info->byte_length),
-      PyLong_FromUnsignedLongLong(info->segments),
-      flag(info->zero_copy),
-      flag(info->read_only),
-      PyLong_FromLong(info->dtype),
-      PyLong_FromLong(info->role),
-      PyLong_FromLong(info->encoding),
-      text(info->format_id),
-      PyLong_FromUnsignedLongLong(info->values_per_block),
-      PyLong_FromUnsignedLongLong(info->bytes_per_block),
-      shape_of(info),
-      PyLong_FromLong(info->gguf_type),
-      source_file,
-      PyLong_FromUnsignedLongLong(info->source_offset),
-      flag(info->source_contiguous),
-  };
-  const Py_ssize_t count = (Py_ssize_t)(sizeof items / sizeof items[0]);
-  PyObject *values = PyTuple_New(count);
-  for (Py_ssize_t i = 0; i < count; ++i) {
-    if (values == NULL || items[i] == NULL) {  // one failed: drop them all (each is a new reference or NULL)
-      for (Py_ssize_t j = 0; j < count; ++j) {
-        Py_XDECREF(items[j]);
-      }
-      Py_XDECREF(values);
-      return NULL;
-    }
+  PyObject *source_file = text(info->source_file);
+  if (source_file != NULL && info->source_file != NULL) {
+    Py_XDECREF(*last_file_text);
+    *last_file_text = new_reference(source_file);
+    *last_file = info->source_file;
   }
-  for (Py_ssize_t i = 0; i < count; ++i) {
-    if (PyTuple_SetItem(values, i, items[i]) < 0) {  // it took items[i]; the later ones are still ours
-      for (Py_ssize_t j = i + 1; j < count; ++j) {
-        Py_DECREF(items[j]);
-      }
-      Py_DECREF(values);
-      return NULL;
-    }
+  return source_file;
+}
+
+/* Puts item (a new reference, or NULL after a failed call) at values[at]; 0 when item is NULL or cannot be
+ * put (PyTuple_SetItem takes the item either way). */
+static int put(PyObject *values, Py_ssize_t at, PyObject *item) {
+  return item != NULL && PyTuple_SetItem(values, at, item) == 0;
+}
+
+enum { VALUE_COUNT = 18 };
+
+/* The tuple weights.py's Component is made from, in the order weights._component_values names. New
+ * reference, or NULL with an exception set; each value is made only after the one before it succeeded. */
+static PyObject *values_of(const rootspan_component_info *info, const char **last_file, PyObject **last_file_text) {
+  PyObject *values = PyTuple_New(VALUE_COUNT);
+  if (values == NULL) {
+    return NULL;
+  }
+  Py_ssize_t at = 0;
+  const int made = put(values, at++, text(info->id)) && put(values, at++, text(info->source_name)) &&
+                   put(values, at++, info->root != NULL ? PyLong_FromVoidPtr(info->root) : new_reference(Py_None)) &&
+                   put(values, at++, PyLong_FromUnsignedLongLong(info->byte_length)) &&
+                   put(values, at++, PyLong_FromUnsignedLongLong(info->segments)) &&
+                   put(values, at++, flag(info->zero_copy)) && put(values, at++, flag(info->read_only)) &&
+                   put(values, at++, PyLong_FromLong(info->dtype)) && put(values, at++, PyLong_FromLong(info->role)) &&
+                   put(values, at++, PyLong_FromLong(info->encoding)) && put(values, at++, text(info->format_id)) &&
+                   put(values, at++, PyLong_FromUnsignedLongLong(info->values_per_block)) &&
+                   put(values, at++, PyLong_FromUnsignedLongLong(info->bytes_per_block)) &&
+                   put(values, at++, shape_of(info)) && put(values, at++, PyLong_FromLong(info->gguf_type)) &&
+                   put(values, at++, source_file_of(info, last_file, last_file_text)) &&
+                   put(values, at++, PyLong_FromUnsignedLongLong(info->source_offset)) &&
+                   put(values, at++, flag(info->source_contiguous));
+  if (!made) {
+    Py_DECREF(values);  // the slots not filled are NULL, which a tuple's release skips
+    return NULL;
   }
   return values;
 }

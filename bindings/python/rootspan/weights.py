@@ -616,10 +616,15 @@ class Weights(collections.abc.Mapping):
 
     def __init__(self, context, handle):
         self._context = context
-        lib = context._state.lib
+        with context._state.lock:  # a close on another thread (which frees the handle) waits for this
+            context._state.require_open("load")
+            self._read(context._state.lib, handle)
+
+    def _read(self, lib, handle):
+        """What the load made: its components, provider, bytes read and skipped components."""
         count = ctypes.c_size_t()
         status = lib.rootspan_weights_component_count(handle, ctypes.byref(count))
-        self._wstate = _WeightsState(context, handle, count.value)  # from here on it frees the handle
+        self._wstate = _WeightsState(self._context, handle, count.value)  # from here on it frees the handle
         errors.check_plain(status, "weights", "rootspan_weights_component_count failed")
         self._closed = False
         self.provider = _text(lib.rootspan_weights_provider(handle))
@@ -795,6 +800,7 @@ def load(context, path, schema, provider, device, strategy, progress, rank=0, wo
          split_convention="tensor_split", verify=False, digests=None, populate=False, source_digests=False,
          signature=None, public_key=None, certificate_chain=None, ignore_unsigned_files=False,
          populate_when_cold=False):
+    _compiled.describe()  # its setting (ROOTSPAN_PYTHON_EXTENSION) is checked before the load starts
     path_c = _arguments.path(path, "path")
     check_bool(read_only, "read_only")
     check_bool(verify, "verify")

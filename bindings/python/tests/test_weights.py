@@ -8,6 +8,7 @@ import ctypes
 import gc
 import importlib.machinery
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -531,9 +532,20 @@ class CompiledDescribe(Base):
 
     def compiled(self):
         module = _compiled.describe()
+        if os.environ.get("ROOTSPAN_COMPILED_MODULE") == "built":  # meson's tests: the build made it
+            self.assertIsNotNone(module, "the build made rootspan._describe, but the package did not find it")
         if module is None:
             self.skipTest("rootspan._describe is not built for this Python")
         return module
+
+    def write_gguf(self, path):
+        """A GGUF file of a Q8_0 tensor (two blocks of 32 values in 34 bytes) and an F32 one, no metadata."""
+        with open(path, "wb") as f:
+            f.write(b"GGUF" + struct.pack("<IQQ", 3, 2, 0))
+            for name, dims, ggml_type, offset in ((b"blk.0.q", (64,), 8, 0), (b"blk.0.f", (4, 1), 0, 96)):
+                f.write(struct.pack("<Q", len(name)) + name + struct.pack("<I", len(dims)) +
+                        b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", ggml_type, offset))
+            f.write(b"\0" * (-f.tell() % 32) + bytes(range(68)) + b"\0" * 28 + struct.pack("<4f", 1, 2, 3, 4))
 
     def both_ways(self, weights, count):
         """(compiled, ctypes) _component_values of count components of weights."""
@@ -559,12 +571,18 @@ class CompiledDescribe(Base):
         write_safetensors(other, {"a b": ("F32", (2,), struct.pack("<2f", 1.0, 2.0)),  # an id of its own
                                   "caf\u00e9.w": ("F16", (1, 2, 1), bytes(4)),
                                   "scalar": ("I64", (), struct.pack("<q", -3))})
+        gguf = os.path.join(self.tmp.name, "q.gguf")
+        self.write_gguf(gguf)
+        # Between them: two shards, block-quantized components by schema and by GGUF type (format_id, values and
+        # bytes per block, gguf_type), copied and zero-copy ones, a scalar, a name that is not an id.
         for path, schema, strategy in ((EXAMPLE, EXAMPLE_SCHEMA, "mmap"), (EXAMPLE, EXAMPLE_SCHEMA, "read"),
-                                       (other, None, "mmap")):
+                                       (other, None, "mmap"), (gguf, None, "mmap")):
             with self.subTest(path=os.path.basename(path), strategy=strategy), \
                     self.ctx.load(path, schema=schema, strategy=strategy) as weights:
                 compiled, by_ctypes = self.both_ways(weights, len(weights))
                 self.assertEqual(compiled, by_ctypes)
+                types = [[type(value) for value in values] for values in compiled[0]]  # True == 1: the types too
+                self.assertEqual(types, [[type(value) for value in values] for values in by_ctypes[0]])
                 self.assertEqual(compiled[1], _abi.OK)
                 self.assertEqual(len(compiled[0]), len(weights))
                 self.assertEqual([values[0] for values in compiled[0]], list(weights))
@@ -573,11 +591,33 @@ class CompiledDescribe(Base):
                 self.assertEqual(compiled, by_ctypes)
                 self.assertEqual(len(compiled[0]), len(weights))
                 self.assertNotEqual(compiled[1], _abi.OK)
+        with self.ctx.load(gguf) as weights:
+            self.assertEqual([(c.id, c.gguf_type, c.format_id, c.values_per_block, c.bytes_per_block, c.shape)
+                              for c in weights.values()],
+                             [("blk.0.f", 0, None, 0, 0, (1, 4)), ("blk.0.q", 8, "gguf.q8_0", 32, 34, (2,))])
         with self.ctx.load(other) as weights:
             names = {c.source_name: c for c in weights.values()}
             self.assertEqual((names["a b"].shape, names["caf\u00e9.w"].shape, names["scalar"].shape),
                              ((2,), (1, 2, 1), ()))
             self.assertTrue(names["a b"].id.startswith("tensor."))
+
+    def test_a_module_this_python_cannot_load_leaves_the_ctypes_path(self):
+        # A build folder whose compiled module is broken (here: not a shared object at all): loads still work.
+        build = os.path.join(self.tmp.name, "build")
+        os.makedirs(os.path.join(build, "bindings", "python"))
+        library = os.path.join(build, "librootspan.so")
+        shutil.copyfile(os.environ.get("ROOTSPAN_LIBRARY") or rootspan.library_path(), library)
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            with open(os.path.join(build, "bindings", "python", "_describe" + suffix), "wb") as f:
+                f.write(b"not a shared object")
+        code = ("import sys, rootspan; from rootspan import _compiled\n"
+                "assert _compiled.describe() is None, _compiled.describe()\n"
+                "with rootspan.Context(manifests=[]) as ctx, ctx.load(sys.argv[1]) as weights:\n"
+                "    print(len(weights), 'components through ctypes')\n")
+        with unittest.mock.patch.dict(os.environ, {"ROOTSPAN_LIBRARY": library}):
+            status, output = run_python(code, EXAMPLE)
+        self.assertEqual(status, 0, output)
+        self.assertIn(" components through ctypes", output)
 
     def test_bad_calls_are_refused(self):
         compiled = self.compiled()
@@ -595,6 +635,7 @@ class CompiledDescribe(Base):
             self.assertEqual(compiled.components(function, handle, 0), ([], _abi.OK))
 
     def test_the_setting_turns_it_off_or_is_refused(self):
+        self.compiled()  # "off" means something only where the module is there
         self.addCleanup(setattr, _compiled, "_found", _compiled._found)
         for value, expected in (("off", None), ("on", _compiled.describe())):
             with self.subTest(value=value), unittest.mock.patch.dict(os.environ,
