@@ -439,5 +439,70 @@ TEST(DefaultSchema, ATensorNameOutsideTheIdRuleStillSelectsItsComponent) {
                                  {"matches no component id or tensor name"}));
 }
 
+// ---- select_default_components: the selection made without the components left out ----------------------------
+
+// What a load sees of a component: its id, source, shape, element type and whether it is required.
+std::vector<std::string> described(const ComponentSchema &schema) {
+  std::vector<std::string> out;
+  for (const ComponentSpec &c : schema.components) {
+    std::string text = c.id + " <- " + c.sources.at(0) + " [";
+    for (std::uint64_t d : c.dimensions) text += std::to_string(d) + ",";
+    text += "] dtype " + std::to_string(static_cast<int>(c.physical_element_type().dtype));
+    out.push_back(text + (c.required ? " required" : " optional"));
+  }
+  return out;
+}
+
+TEST(SelectDefaultComponents, GivesWhatSelectingFromTheWholeDefaultSchemaGives) {
+  // Two shards whose tensors lie out of name order, within a shard and across the two.
+  TempDir dir;
+  dir.write("model-00001-of-00002.safetensors",
+            testing::safetensors_file({{"model.z", "F32", {4, 2}}, {"model.layers.1.w", "F16", {3}}}));
+  dir.write("model-00002-of-00002.safetensors",
+            testing::safetensors_file(
+                {{"model.layers.0.w", "F16", {3}}, {"a.head", "BF16", {2, 2}}, {"model.layers.10.w", "F32", {0}}}));
+  dir.write_text("model.safetensors.index.json",
+                 R"({"metadata": {"total_size": 52}, "weight_map": {"model.z": "model-00001-of-00002.safetensors",
+                     "model.layers.1.w": "model-00001-of-00002.safetensors",
+                     "model.layers.0.w": "model-00002-of-00002.safetensors",
+                     "a.head": "model-00002-of-00002.safetensors",
+                     "model.layers.10.w": "model-00002-of-00002.safetensors"}})");
+  auto checkpoint = Checkpoint::open(dir.path());
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
+  const ComponentSchema whole = default_schema(checkpoint.value());
+  for (const std::vector<std::string> &patterns : std::vector<std::vector<std::string>>{
+           {"model.layers.0.w"}, {"model.layers.*"}, {"a.head", "model.z", "*.w"}, {"*"}, {"model.layers.1?.w"}}) {
+    const auto quick = select_default_components(checkpoint.value(), patterns);
+    ASSERT_TRUE(quick.has_value()) << patterns.front();
+    auto long_way = select_components(whole, patterns);
+    ASSERT_TRUE(long_way) << long_way.error()->message();
+    EXPECT_EQ(described(*quick), described(long_way.value())) << patterns.front();
+    EXPECT_EQ(quick->schema_version, long_way.value().schema_version);
+  }
+  // In name order across the shards; the empty tensor is there, optional.
+  const std::string f16 = std::to_string(ROOTSPAN_DTYPE_F16), f32 = std::to_string(ROOTSPAN_DTYPE_F32);
+  EXPECT_EQ(described(*select_default_components(checkpoint.value(), std::vector<std::string>{"*"})),
+            (std::vector<std::string>{
+                "a.head <- a.head [2,2,] dtype " + std::to_string(ROOTSPAN_DTYPE_BF16) + " required",
+                "model.layers.0.w <- model.layers.0.w [3,] dtype " + f16 + " required",
+                "model.layers.1.w <- model.layers.1.w [3,] dtype " + f16 + " required",
+                "model.layers.10.w <- model.layers.10.w [0,] dtype " + f32 + " optional",
+                "model.z <- model.z [4,2,] dtype " + f32 + " required",
+            }));
+  // A pattern that names nothing: the long way, which words the error.
+  EXPECT_FALSE(select_default_components(checkpoint.value(), std::vector<std::string>{"*.w", "model.layer.*"}));
+}
+
+TEST(SelectDefaultComponents, ANameOutsideTheIdRuleTakesTheLongWay) {
+  // "a weight" loads as "tensor.0": its id depends on every name, so the quick way declines.
+  TempDir dir;
+  const auto path =
+      dir.write("model.safetensors", testing::safetensors_file({{"b", "F32", {1}}, {"a weight", "F32", {1}}}));
+  auto checkpoint = Checkpoint::open(path);
+  ASSERT_TRUE(checkpoint) << checkpoint.error()->message();
+  EXPECT_FALSE(select_default_components(checkpoint.value(), std::vector<std::string>{"b"}));
+  EXPECT_FALSE(select_default_components(checkpoint.value(), std::vector<std::string>{"a weight"}));
+}
+
 }  // namespace
 }  // namespace rootspan::weights

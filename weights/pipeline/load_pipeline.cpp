@@ -11,10 +11,14 @@ namespace rootspan::weights {
 
 namespace {
 
-// The request's schema file, or one component per tensor.
-Result<ComponentSchema> schema_for(const Checkpoint &checkpoint, const LoadRequest &request) {
-  if (request.schema) return load_component_schema(*request.schema);
-  return default_schema(checkpoint);
+// The components the request selects of its schema file, or of one component per tensor.
+Result<ComponentSchema> selected_schema(const Checkpoint &checkpoint, const LoadRequest &request) {
+  if (!request.schema && !request.patterns.empty()) {
+    if (auto selected = select_default_components(checkpoint, request.patterns)) return std::move(*selected);
+  }
+  auto schema = request.schema ? load_component_schema(*request.schema) : default_schema(checkpoint);
+  if (!schema) return schema.error();
+  return select_components(std::move(schema).value(), request.patterns);
 }
 
 bool checks_digests(const LoadRequest &request) {
@@ -57,9 +61,7 @@ Result<Checkpoint> open_requested_checkpoint(const LoadRequest &request) {
 Result<PreparedLoad> prepare_load(const LoadRequest &request) {
   auto checkpoint = open_requested_checkpoint(request);
   if (!checkpoint) return checkpoint.error();
-  auto schema = schema_for(checkpoint.value(), request);
-  if (!schema) return schema.error();
-  auto selected = select_components(std::move(schema).value(), request.patterns);
+  auto selected = selected_schema(checkpoint.value(), request);
   if (!selected) return selected.error();
   auto resolved = resolve_schema(checkpoint.value(), std::move(selected).value());
   if (!resolved) return resolved.error();

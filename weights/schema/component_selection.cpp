@@ -57,4 +57,28 @@ Result<ComponentSchema> select_components(ComponentSchema schema, std::span<cons
   return selected;
 }
 
+std::optional<ComponentSchema> select_default_components(const Checkpoint &checkpoint,
+                                                         std::span<const std::string> patterns) {
+  std::vector<bool> used(patterns.size(), false);
+  std::vector<TensorRef> kept;
+  for (const Shard &shard : checkpoint.shards()) {
+    for (const TensorInfo &tensor : shard.tensors.tensors()) {
+      if (!is_component_id(tensor.name)) return std::nullopt;
+      bool keep = false;
+      for (std::size_t p = 0; p < patterns.size(); ++p) {
+        if (matches(patterns[p], tensor.name)) used[p] = keep = true;
+      }
+      if (keep) kept.push_back({&shard, &tensor});
+    }
+  }
+  if (std::find(used.begin(), used.end(), false) != used.end()) return std::nullopt;
+  std::sort(kept.begin(), kept.end(),
+            [](const TensorRef &a, const TensorRef &b) { return a.tensor->name < b.tensor->name; });
+  ComponentSchema schema;
+  schema.schema_version = kDefaultSchemaVersion;
+  schema.components.reserve(kept.size());
+  for (const TensorRef &tensor : kept) schema.components.push_back(default_component(tensor, tensor.tensor->name));
+  return schema;
+}
+
 }  // namespace rootspan::weights

@@ -4,6 +4,7 @@
 // resolved, so they are neither loaded nor reported as skipped.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -26,5 +27,16 @@ bool pattern_names(const std::string &pattern, const ComponentSpec &component);
 // component fails with ROOTSPAN_ERR_NOT_FOUND (operation
 // "select_components"), naming the pattern and a few ids that exist.
 Result<ComponentSchema> select_components(ComponentSchema schema, std::span<const std::string> patterns);
+
+// select_components(default_schema(checkpoint), patterns) without making
+// the components left out: where every tensor name is a component id, each
+// component's id is its name, so the patterns pick tensors by name first
+// and only those are made and sorted (a load of one tensor of 10,000 makes
+// one component, not 10,000). std::nullopt where a name is not an id (its
+// "tensor.<n>" is its place among all the names) or a pattern names no
+// tensor (select_components words that error): the caller takes the long
+// way, which gives the same answer.
+std::optional<ComponentSchema> select_default_components(const Checkpoint &checkpoint,
+                                                         std::span<const std::string> patterns);
 
 }  // namespace rootspan::weights

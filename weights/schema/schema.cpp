@@ -262,9 +262,24 @@ Result<ComponentSchema> load_component_schema(const std::filesystem::path &path)
   return parse_component_schema(text.value(), path.string());
 }
 
+ComponentSpec default_component(const TensorRef &tensor, std::string id) {
+  ComponentSpec component;
+  component.id = std::move(id);
+  component.role = ComponentRole::kValues;
+  component.sources = {tensor.tensor->name};
+  component.dimensions = tensor.tensor->shape;
+  component.encoding = DenseEncoding{tensor.tensor->dtype};
+  if (const GgufTensor *gguf = gguf_tensor(tensor)) {
+    component.dimensions = gguf_component_dimensions(*gguf);
+    component.encoding = gguf_encoding(*gguf->type);
+  }
+  component.required = tensor.tensor->byte_length() != 0;
+  return component;
+}
+
 ComponentSchema default_schema(const Checkpoint &checkpoint) {
   ComponentSchema schema;
-  schema.schema_version = "1.0.0";
+  schema.schema_version = kDefaultSchemaVersion;
   const std::vector<TensorRef> tensors = checkpoint.tensors_by_name();
   std::vector<bool> named(tensors.size());  // the tensor's name is a valid component id
   for (std::size_t n = 0; n < tensors.size(); ++n) named[n] = is_component_id(tensors[n].tensor->name);
@@ -278,26 +293,15 @@ ComponentSchema default_schema(const Checkpoint &checkpoint) {
   schema.components.reserve(tensors.size());
   for (std::size_t n = 0; n < tensors.size(); ++n) {
     const TensorRef &tensor = tensors[n];
-    ComponentSpec component;
     if (named[n]) {
-      component.id = tensor.tensor->name;
-    } else {
-      std::string id = "tensor." + std::to_string(n);
-      for (int suffix = 1; taken.contains(id); ++suffix)
-        id = "tensor." + std::to_string(n) + "." + std::to_string(suffix);
-      taken.insert(id);
-      component.id = std::move(id);
+      schema.components.push_back(default_component(tensor, tensor.tensor->name));
+      continue;
     }
-    component.role = ComponentRole::kValues;
-    component.sources = {tensor.tensor->name};
-    component.dimensions = tensor.tensor->shape;
-    component.encoding = DenseEncoding{tensor.tensor->dtype};
-    if (const GgufTensor *gguf = gguf_tensor(tensor)) {
-      component.dimensions = gguf_component_dimensions(*gguf);
-      component.encoding = gguf_encoding(*gguf->type);
-    }
-    component.required = tensor.tensor->byte_length() != 0;
-    schema.components.push_back(std::move(component));
+    std::string id = "tensor." + std::to_string(n);
+    for (int suffix = 1; taken.contains(id); ++suffix)
+      id = "tensor." + std::to_string(n) + "." + std::to_string(suffix);
+    taken.insert(id);
+    schema.components.push_back(default_component(tensor, std::move(id)));
   }
   return schema;
 }

@@ -17,6 +17,8 @@ namespace rootspan::weights {
 
 // The schema_version major this reader understands; newer minors are read.
 inline constexpr std::uint64_t kSchemaMajor = 1;
+// The schema_version of the default schema (default_schema).
+inline constexpr const char *kDefaultSchemaVersion = "1.0.0";
 
 struct ComponentSchema {
   std::string schema_version;  // "1.0.0"
@@ -45,5 +47,8 @@ Result<ComponentSchema> load_component_schema(const std::filesystem::path &path)
 // tensors with no elements, which are optional (an empty component cannot be
 // loaded, and such a tensor should not fail the whole checkpoint).
 ComponentSchema default_schema(const Checkpoint &checkpoint);
+
+// The default schema's component for one tensor, under `id`.
+ComponentSpec default_component(const TensorRef &tensor, std::string id);
 
 }  // namespace rootspan::weights

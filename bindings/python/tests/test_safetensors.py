@@ -275,6 +275,25 @@ class TorchLoad(Folder):
         self.assertTrue(torch.equal(rootspan.torch.load(folder, read_only=True)["s"], torch.tensor(7)))
 
 
+    def test_safe_open_refuses_tensors_that_changed_after_it_was_opened(self):
+        # What a handle loads is checked against the header it read at open: a tensor of another shape, or
+        # one that is gone, is refused by name, whether the handle loads every tensor at once (mmap) or one
+        # by one first (pread).
+        path = self.path("changing.safetensors")
+        for backend in ("mmap", "pread"):
+            for changed, expected in (({"a": torch.arange(4.0), "b": torch.arange(8.0)}, "F32[6] of 24 bytes"),
+                                      ({"a": torch.arange(4.0), "c": torch.arange(6.0)}, "F32[6] of 24 bytes")):
+                with self.subTest(backend=backend, names=sorted(changed)):
+                    st_torch.save_file({"a": torch.arange(4.0), "b": torch.arange(6.0)}, path)
+                    with safe_open(path, "pt", backend=backend) as f:
+                        st_torch.save_file(changed, path)
+                        with self.assertRaises(SafetensorError) as refused:
+                            f.get_tensor("b")
+                        self.assertIn(f"changed since it was opened: tensor b is no longer {expected}",
+                                      str(refused.exception))
+                        self.assertEqual(f.keys(), ["a", "b"])  # the handle keeps serving what it read
+                    gc.collect()
+
     def test_drop_in_load_file_with_empty_tensors_checks_its_load_against_the_header(self):
         # A file with an empty tensor is loaded, then its header read for the empty ones: a header that no
         # longer matches what was loaded (the file changed in between) is refused, naming the tensor.

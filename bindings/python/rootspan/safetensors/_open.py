@@ -149,7 +149,9 @@ class safe_open:
             raise SafetensorError(f"Error while deserializing header: {e}") from e
         self._metadata = description["metadata"]
         # name -> (dtype code, shape, absolute offset, bytes), in file order
-        self._tensors = {t[0]: tuple(t[1:]) for t in description["tensors"]}
+        with _memory.gc_paused():  # a tuple per tensor, thousands at once: see _memory.gc_paused
+            self._tensors = {t[0]: tuple(t[1:]) for t in description["tensors"]}
+        self._loaded_tensors = sum(1 for t in self._tensors.values() if t[3])  # the core loads no empty tensor
 
     # ---- the reference's methods ---------------------------------------------------------------
 
@@ -175,6 +177,9 @@ class safe_open:
     def get_tensor(self, name):
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
+            view = self._views.get(name) if isinstance(name, str) else None
+            if view is not None and self._framework == "pytorch":  # loaded whole, on the CPU: the usual case
+                return _tensors.tensor_of_view(view, self._by_name[name], SafetensorError)
             code, shape, component = self._component(name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
@@ -335,23 +340,37 @@ class safe_open:
             if e.name == "InvalidCheckpoint":
                 raise from_core(e) from e
             raise SafetensorError(f"Could not read {self._path}: {e}") from e
-        loaded = {c.source_name: c for c in weights._components}
-        for asked in self._tensors if name is None else (name,):
-            code, shape, _, nbytes = self._tensors[asked]
-            c = loaded.get(asked)
-            if nbytes and (c is None or c.nbytes != nbytes or list(c.shape) != list(shape)):
+        # Each component asked for must be the header's tensor, and every tensor asked for with bytes must be
+        # among them (one pass over the components, then a count: thousands of tensors).
+        tensors, by_name = self._tensors, self._by_name
+        asked, others = [], []  # the components of tensors asked for; the others
+        for c in weights._components:
+            entry = tensors.get(c.source_name) if name is None or c.source_name == name else None
+            if entry is None:
+                others.append(c)
+            elif c.nbytes != entry[3] or c.shape != tuple(entry[1]):
                 weights.close()
-                if name is not None and c is None:
-                    return False
-                raise self._changed(asked, code, shape, nbytes)
+                raise self._changed(c.source_name, *entry[:2], entry[3])
+            else:
+                asked.append(c)
+        if len(asked) != (self._loaded_tensors if name is None else 1):
+            weights.close()
+            found = {c.source_name for c in asked}
+            missing = next(n for n in (tensors if name is None else (name,)) if tensors[n][3] and n not in found)
+            if name is not None:
+                return False
+            code, shape, _, nbytes = tensors[missing]
+            raise self._changed(missing, code, shape, nbytes)
         self._loads.append(weights)
         kept = []
-        for c in weights._components:
-            if c.source_name in self._by_name or c.source_name not in self._tensors:
-                c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
+        for c in asked:
+            if c.source_name in by_name:
+                others.append(c)
             else:
-                self._by_name[c.source_name] = c
+                by_name[c.source_name] = c
                 kept.append(c)
+        for c in others:
+            c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
         if name is None:  # the whole file: every tensor's memory mapped in one call
             views = map_file_views(kept) if self._device == "cpu" else {}
             self._views.update((kept[at].source_name, view) for at, view in views.items())
