@@ -796,6 +796,26 @@ TEST_F(WeightsCApiTest, AnInMemoryFileIsDescribedByTheSameRules) {
             ROOTSPAN_ERR_INVALID_ARGUMENT);
 }
 
+TEST_F(WeightsCApiTest, ADescriptionWritesEveryTensorNameAsTheHeaderHasIt) {
+  // Plain names are written as they are; a quote, a backslash or a control character is escaped, and
+  // UTF-8 stays UTF-8: the description parses back to the header's names.
+  const std::vector<std::string> names = {"model.w", "a\"quote", "back\\slash", "tab\there", "caf\xc3\xa9", "\x7f"};
+  std::vector<TensorSpec> specs;
+  for (const std::string &name : names) specs.push_back({name, "F32", {1}});
+  const WrittenFile file = write_safetensors(dir_, "names.safetensors", specs, 8);
+  char *json = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_safetensors_describe_file(file.path.c_str(), &json, &raw), ROOTSPAN_OK) << describe(raw);
+  const auto document = nlohmann::json::parse(json);
+  rootspan_string_free(json);
+  std::vector<std::string> described;
+  for (const auto &t : document["tensors"]) described.push_back(t[0].get<std::string>());
+  std::vector<std::string> expected = names;
+  std::sort(expected.begin(), expected.end());
+  std::sort(described.begin(), described.end());
+  EXPECT_EQ(described, expected);
+}
+
 // ---- element types and schema shapes --------------------------------------
 
 TEST_F(WeightsCApiTest, AnEmptyTensorIsSkippedByTheDefaultSchemaAndTheRestLoads) {

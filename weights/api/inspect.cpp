@@ -1,5 +1,8 @@
 #include "weights/api/inspect.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 #include "weights/api/gguf_describe.hpp"
 
 namespace rootspan::weights {
@@ -41,6 +44,25 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
   return document;
 }
 
+namespace {
+
+// `text` as a JSON string: as it is between quotes where no byte needs an
+// escape (the usual tensor name), else escaped by nlohmann::json. Valid
+// UTF-8 (a header's names are checked) is written as it is either way.
+void append_json_string(std::string &out, std::string_view text) {
+  const bool plain =
+      std::none_of(text.begin(), text.end(), [](char c) { return c == '"' || c == '\\' || (c >= 0 && c < 0x20); });
+  if (!plain) {
+    out += nlohmann::json(text).dump();
+    return;
+  }
+  out += '"';
+  out += text;
+  out += '"';
+}
+
+}  // namespace
+
 std::string describe_safetensors_file(const SafetensorsFile &file) {
   nlohmann::json metadata = nullptr;
   if (file.header.has_metadata()) metadata = file.header.metadata();
@@ -51,7 +73,7 @@ std::string describe_safetensors_file(const SafetensorsFile &file) {
   for (const TensorInfo &tensor : file.header.tensors()) {
     out += first ? "[" : ",[";
     first = false;
-    out += nlohmann::json(tensor.name).dump();  // escaped as JSON wants
+    append_json_string(out, tensor.name);
     out += ",\"";
     out += tensor.dtype.name;  // a table name: nothing to escape
     out += "\",[";
