@@ -16,6 +16,7 @@ shared.
 """
 import collections.abc
 import ctypes
+import operator
 import struct
 import sys
 import weakref
@@ -224,14 +225,22 @@ def _runs(wanted):
             start = end
 
 
-def _map_components(wstate, run):
+def _mapped_array(wstate, run):
     """Claims and maps the components of run, consecutive indices of one load, in one C call (holding the
-    context's lock): (the filled rootspan_component_mapping array, which rootspan_weights_unmap_components
-    ends in one call, [(claim, mapping, address, nbytes)] in run's order). (None, []) when the call failed:
-    nothing was claimed or mapped, and each component then makes its own lease, and says what is wrong."""
+    context's lock): the filled rootspan_component_mapping array, which rootspan_weights_unmap_components
+    ends in one call. None when the call failed: nothing was claimed or mapped, and each component then makes
+    its own lease, and says what is wrong."""
     state = wstate.context_state
     mappings = (_abi.ComponentMapping * len(run)).from_buffer_copy(_abi.COMPONENT_MAPPING_IN * len(run))
     if state.lib.rootspan_weights_map_components(wstate.handle, run[0][0], len(run), mappings, None) != _abi.OK:
+        return None
+    return mappings
+
+
+def _map_components(wstate, run):
+    """_mapped_array, and [(claim, mapping, address, nbytes)] in run's order ([] when the call failed)."""
+    mappings = _mapped_array(wstate, run)
+    if mappings is None:
         return None, []
     return mappings, [(claim, mapping, data or 0, nbytes) for _, claim, mapping, data, nbytes, _ in
                       struct.iter_unpack(_abi.COMPONENT_MAPPING_FORMAT, mappings)]
@@ -266,26 +275,37 @@ def _map_file_views(components):
         if wstate.handle is None or state.handle is None or any(wstate.released[i] for i, _ in wanted):
             return views
         wanted.sort()
-        by_file = {}  # source file -> [(index, position, claim, mapping, address, nbytes)]
+        # source file -> its components' columns: index, position, claim, mapping, address, nbytes; a run that
+        # lies in one file, the usual case, is added whole (thousands of components: the mapping array read as
+        # numpy columns, no Python loop body)
+        by_file = {}
         # source file -> its runs' mapping arrays where a run holds nothing of another file (ended in one
         # call each), and the (claim, mapping) of its components in runs shared with others (one by one)
         ends = {}
+        # the rootspan_component_mapping array as numpy columns: numpy reads a ctypes structure's layout (a
+        # pointer is an unsigned integer, NULL 0)
+        layout = _memory.numpy.dtype(_abi.ComponentMapping)
         for run in _runs(wanted):  # one C call for each run of consecutive indices
-            mappings, mapped = _map_components(wstate, run)
-            files = {components[at].source_file for _, at in run} if mapped else ()
-            if len(files) == 1:
-                ends.setdefault(next(iter(files)), ([], []))[0].append(mappings)
-            for (index, at), (claim, mapping, data, nbytes) in zip(run, mapped):
-                file = components[at].source_file
-                by_file.setdefault(file, []).append((index, at, claim, mapping, data, nbytes))
-                if len(files) > 1:
-                    ends.setdefault(file, ([], []))[1].append((claim, mapping))
-        for file, held in by_file.items():
-            lease = _FileLease(wstate, held, *ends[file])
+            mappings = _mapped_array(wstate, run)
+            if mappings is None:
+                continue
+            values = _memory.numpy.frombuffer(mappings, layout)
+            columns = (*zip(*run), *(values[name].tolist() for name in ("claim", "mapping", "data", "byte_length")))
+            files = [components[at].source_file for _, at in run]
+            if files.count(files[0]) == len(files):
+                for into, column in zip(by_file.setdefault(files[0], ([], [], [], [], [], [])), columns):
+                    into.extend(column)
+                ends.setdefault(files[0], ([], []))[0].append(mappings)
+                continue
+            for file, *row in zip(files, *columns):
+                for into, value in zip(by_file.setdefault(file, ([], [], [], [], [], [])), row):
+                    into.append(value)
+                ends.setdefault(file, ([], []))[1].append((row[2], row[3]))
+        for file, (indices, positions, claims, _, addresses, sizes) in by_file.items():
+            lease = _FileLease(wstate, indices, claims, addresses, sizes, *ends[file])
             flat = _memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False)
-            base = lease.address
-            for _, at, _, _, data, nbytes in held:
-                views[at] = flat[data - base:data - base + nbytes]
+            starts = [address - lease.address for address in addresses]
+            views.update(zip(positions, map(flat.__getitem__, map(slice, starts, map(operator.add, starts, sizes)))))
     return views
 
 
@@ -295,18 +315,18 @@ class _FileLease:
     the one mapping the load made of the file, so the span is mapped memory, read only through the views
     of the components themselves."""
 
-    def __init__(self, wstate, held, arrays, singles):
-        """held: [(index, position, claim, mapping, address, nbytes)]; how they end: arrays, the mapping
-        arrays (rootspan_weights_map_components') that hold only components of held, each in one call, and
+    def __init__(self, wstate, indices, claims, addresses, sizes, arrays, singles):
+        """indices, claims, addresses, sizes: the components' columns; how they end: arrays, the mapping
+        arrays (rootspan_weights_map_components') that hold only these components, each in one call, and
         singles, the (claim, mapping) of the rest, one by one."""
         self.state = wstate.context_state
         self._wstate = wstate
-        self._held = [(index, claim) for index, _, claim, _, _, _ in held]
+        self._indices, self._claims_in_order = indices, claims  # [] once released
         self._ends = (arrays, singles)
-        self.address = min([data for *_, data, _ in held])
-        self.nbytes = max([data + nbytes for *_, data, nbytes in held]) - self.address
+        self.address = min(addresses)
+        self.nbytes = max(map(operator.add, addresses, sizes)) - self.address
         exported = wstate.exported
-        for index, _ in self._held:
+        for index in indices:
             exported[index] = True
         self._claims = None  # index -> claim, made by part() when first asked
         self.state.leases += 1  # one lease, however many components (the caller holds the lock)
@@ -316,13 +336,13 @@ class _FileLease:
         (_FileLeasePart); made on demand, for the rare caller that copies out of one component."""
         with self.state.lock:
             if self._claims is None:
-                self._claims = dict(self._held)
+                self._claims = dict(zip(self._indices, self._claims_in_order))
             return _FileLeasePart(self, self._claims.get(index))
 
     def release(self):
         state = self.state
         with state.lock:
-            held, self._held = self._held, []
+            held, self._indices, self._claims_in_order = self._indices, [], []
             if not held:
                 return
             state.leases -= 1
@@ -339,9 +359,9 @@ class _FileLease:
                     if claim:
                         lib.rootspan_claim_release(claim, None)
                 exported = self._wstate.exported
-                for index, _ in held:
+                for index in held:
                     exported[index] = False
-                self._wstate.release_given_up([index for index, _ in held])
+                self._wstate.release_given_up(held)
                 state.after_release()  # a context close waiting for this lease
 
     def __del__(self):
@@ -366,7 +386,7 @@ class _FileLeasePart:
     @property
     def mapping(self):
         """Truthy while the file lease holds its memory; None once released (what copy_out checks)."""
-        return True if self._file_lease._held and self._claim is not None else None
+        return True if self._file_lease._indices and self._claim is not None else None
 
     @property
     def claim(self):
