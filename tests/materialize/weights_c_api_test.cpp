@@ -801,7 +801,10 @@ TEST_F(WeightsCApiTest, ADescriptionWritesEveryTensorNameAsTheHeaderHasIt) {
   // UTF-8 stays UTF-8: the description parses back to the header's names.
   const std::vector<std::string> names = {"model.w", "a\"quote", "back\\slash", "tab\there", "caf\xc3\xa9", "\x7f"};
   std::vector<TensorSpec> specs;
-  for (const std::string &name : names) specs.push_back({name, "F32", {1}});
+  for (const std::string &name : names) {
+    const std::string quoted = nlohmann::json(name).dump();  // the header holds each name as JSON writes it
+    specs.push_back({quoted.substr(1, quoted.size() - 2), "F32", {1}});
+  }
   const WrittenFile file = write_safetensors(dir_, "names.safetensors", specs, 8);
   char *json = nullptr;
   rootspan_error *raw = nullptr;

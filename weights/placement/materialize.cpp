@@ -303,7 +303,13 @@ class LoadRun {
 
   // The descriptor the shard was opened with; a file is never reopened by
   // name, so a link swapped in since the header was read cannot be followed.
+  // Its size is checked against the header's once a load, for the first
+  // component read from it: every read after that finds a file cut short
+  // itself ("file ended early"), and a check a component was a system call
+  // a tensor (a copy of 10,000 small tensors spent a third of its time in
+  // them).
   Result<const InputFile *> file(const std::filesystem::path &path) {
+    if (auto checked = sized_files_.find(path.native()); checked != sized_files_.end()) return checked->second;
     auto found = files_.find(path);
     if (found == files_.end()) {
       return make_error(ROOTSPAN_ERR_IO, kOperation,
@@ -317,6 +323,7 @@ class LoadRun {
                             std::to_string(*expected) + " bytes, found " + std::to_string(size.value()),
                         *expected, size.value());
     }
+    sized_files_.emplace(path.native(), found->second.get());
     return found->second.get();
   }
 
@@ -553,11 +560,12 @@ class LoadRun {
   std::vector<Root *> made_;
   std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
   std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
-  std::unique_ptr<StagingRing> ring_;                // made by the first upload, once per load
-  std::vector<Claim *> uploading_;                   // claims of roots with copies maybe in flight
-  std::unique_ptr<ParallelReader> reader_;           // made by the first copy, once per load
-  std::vector<std::unique_ptr<HeldClaim>> reading_;  // roots with reads maybe in flight
-  std::vector<std::byte> row_buffer_;                // windows of strided rows, made by the first strided read
+  std::unordered_map<std::string, const InputFile *> sized_files_;  // file(): those whose size was checked
+  std::unique_ptr<StagingRing> ring_;                               // made by the first upload, once per load
+  std::vector<Claim *> uploading_;                                  // claims of roots with copies maybe in flight
+  std::unique_ptr<ParallelReader> reader_;                          // made by the first copy, once per load
+  std::vector<std::unique_ptr<HeldClaim>> reading_;                 // roots with reads maybe in flight
+  std::vector<std::byte> row_buffer_;  // windows of strided rows, made by the first strided read
   std::optional<ParallelReadStats> read_stats_;
   std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
 };
