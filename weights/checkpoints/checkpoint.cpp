@@ -316,10 +316,11 @@ std::vector<TensorRef> Checkpoint::tensors_by_name() const {
   for (const Shard &shard : shards_) {
     for (const TensorInfo &tensor : shard.tensors.tensors()) tensors.push_back({&shard, &tensor});
   }
-  const auto by_name = [](const TensorRef &a, const TensorRef &b) { return a.tensor->name < b.tensor->name; };
   // Tensors that lie in name order already (writers often sort them) are checked in one pass, not sorted
   // again: thousands of names that share long prefixes.
-  if (!std::is_sorted(tensors.begin(), tensors.end(), by_name)) std::sort(tensors.begin(), tensors.end(), by_name);
+  if (!std::is_sorted(tensors.begin(), tensors.end(), in_name_order)) {
+    std::sort(tensors.begin(), tensors.end(), in_name_order);
+  }
   return tensors;
 }
 

@@ -50,4 +50,7 @@ struct TensorRef {
   std::uint64_t file_offset() const { return shard->data_offset + tensor->begin; }
 };
 
+// Name order, the order of a default schema's components (byte-wise).
+inline bool in_name_order(const TensorRef &a, const TensorRef &b) { return a.tensor->name < b.tensor->name; }
+
 }  // namespace rootspan::weights

@@ -72,8 +72,7 @@ std::optional<ComponentSchema> select_default_components(const Checkpoint &check
     }
   }
   if (std::find(used.begin(), used.end(), false) != used.end()) return std::nullopt;
-  std::sort(kept.begin(), kept.end(),
-            [](const TensorRef &a, const TensorRef &b) { return a.tensor->name < b.tensor->name; });
+  std::sort(kept.begin(), kept.end(), in_name_order);
   ComponentSchema schema;
   schema.schema_version = kDefaultSchemaVersion;
   schema.components.reserve(kept.size());
