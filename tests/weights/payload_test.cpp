@@ -81,7 +81,6 @@ TEST_F(Payloads, ASingleDenseTensorIsOneSegment) {
   const ComponentPayload payload = payload_of(resolve_component(checkpoint(), dense("g", {"gate"}, {4, 2})));
   EXPECT_EQ(payload.component_id(), "g");
   EXPECT_EQ(payload.external_names(), (std::vector<std::string>{"gate"}));
-  EXPECT_EQ(payload.source_files(), (std::vector<std::string>{"a.safetensors"}));
   EXPECT_EQ(payload.dimensions(), (std::vector<std::uint64_t>{4, 2}));
   EXPECT_EQ(payload.element_type().dtype, ROOTSPAN_DTYPE_F32);
   ASSERT_EQ(payload.segments().size(), 1u);
@@ -104,7 +103,6 @@ TEST_F(Payloads, APackedComponentIsOrderedSegmentsAcrossShards) {
   EXPECT_EQ(stacked.segments()[1].source(), "up");
   EXPECT_EQ(stacked.segments()[1].file(), "b.safetensors");
   EXPECT_EQ(stacked.segments()[1].file_offset(), 8 + header_json(kShard2).size());
-  EXPECT_EQ(stacked.source_files(), (std::vector<std::string>{"a.safetensors", "b.safetensors"}));
   EXPECT_EQ(stacked.total_bytes(), 64u);
   // Concatenated along axis 0: [8, 2]. The reverse order is another component.
   const ComponentPayload concat = payload_of(resolve_component(checkpoint(), dense("up_gate", {"up", "gate"}, {8, 2})));
@@ -278,6 +276,18 @@ TEST_F(OrderedSegments, SourceFilesArePortable) {
   for (const char *bad : {"", "/abs.safetensors", "../up.safetensors", "a\\b", "C:x"}) {
     files[1] = bad;
     EXPECT_TRUE(FailsWith(make(), ROOTSPAN_ERR_INVALID_PAYLOAD, {"gate_up", "is not a portable relative path"})) << bad;
+  }
+}
+
+TEST_F(OrderedSegments, OwnSegmentsFilesArePortable) {
+  // from_own_segments is given no source files: the segments' own files are
+  // them, and each must be portable all the same.
+  auto own = [&] { return ComponentPayload::from_own_segments(ComponentSpec(component), f16, segments); };
+  ASSERT_TRUE(own()) << own().error()->message();
+  EXPECT_EQ(own().value().segments()[1].file(), "model-2.safetensors");
+  for (const char *bad : {"", "/abs.safetensors", "../up.safetensors", "a\\b", "C:x"}) {
+    segments[1] = Segment("up", bad, "/m/model-2.safetensors", 200, 8);
+    EXPECT_TRUE(FailsWith(own(), ROOTSPAN_ERR_INVALID_PAYLOAD, {"gate_up", "is not a portable relative path"})) << bad;
   }
 }
 

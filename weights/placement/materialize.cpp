@@ -163,15 +163,12 @@ class LoadRun {
     progress_.component_index = index;
     progress_.component_count = count;
     const ComponentSpec &spec = payload.component();
-    LoadedComponent loaded;
-    loaded.id = payload.component_id();
-    if (!payload.external_names().empty()) loaded.source = payload.external_names().front();
+    LoadedComponent loaded;  // its id, source and dimensions come last (take_names)
     loaded.bytes = payload.total_bytes();
     loaded.segments = payload.segments().size();
     loaded.role = spec.role;
     loaded.encoding = spec.encoding;
     loaded.dtype = spec.physical_element_type().dtype;
-    loaded.dimensions = spec.dimensions;
     const bool host = provider_->table().map_write != nullptr && provider_->kind() == "host";
     if (host && options_.strategy == Strategy::kMmap) {
       auto zero_copy = try_zero_copy(payload);
@@ -618,6 +615,18 @@ std::vector<std::size_t> load_order(const std::vector<ComponentPayload> &payload
   return order;
 }
 
+// The payloads are spent once the load is done: each component takes its id,
+// its first source's name and its dimensions from its own, not a copy (a load
+// makes thousands).
+void take_names(std::vector<LoadedComponent> &components, std::vector<ComponentPayload> &payloads) {
+  for (std::size_t i = 0; i < components.size(); ++i) {
+    ComponentSpec spec = std::move(payloads[i]).take_component();
+    components[i].id = std::move(spec.id);
+    if (!spec.sources.empty()) components[i].source = std::move(spec.sources.front());
+    components[i].dimensions = std::move(spec.dimensions);
+  }
+}
+
 }  // namespace
 
 Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoint, ResolvedSchema schema,
@@ -734,6 +743,7 @@ Result<LoadResult> load_components(Context &context, const Checkpoint &checkpoin
     }
   }
   BOOST_OUTCOME_TRY(run.finish(result));
+  take_names(result.components, schema.payloads);
   return result;
 }
 

@@ -12,8 +12,10 @@ namespace rootspan::weights {
 namespace {
 
 // from_ordered_segments' checks, in its order; the segments' total bytes.
+// source_files: the files given beside the segments, or nullptr where the
+// segments' own files are the source files (from_own_segments).
 Result<std::uint64_t> check_segments(const ComponentSpec &component, const std::vector<std::string> &external_names,
-                                     const std::vector<std::string> &source_files,
+                                     const std::vector<std::string> *source_files,
                                      const std::vector<std::uint64_t> &dimensions, SafetensorsDtype element_type,
                                      const std::vector<Segment> &segments) {
   const ComponentFailure fail(component.id);
@@ -34,16 +36,24 @@ Result<std::uint64_t> check_segments(const ComponentSpec &component, const std::
                   " (source order is part of the component's identity)");
     }
   }
-  if (source_files.size() != external_names.size()) {
-    return fail("has " + std::to_string(source_files.size()) + " source files for " +
+  if (source_files && source_files->size() != external_names.size()) {
+    return fail("has " + std::to_string(source_files->size()) + " source files for " +
                     std::to_string(external_names.size()) + " external names",
-                external_names.size(), source_files.size());
+                external_names.size(), source_files->size());
   }
-  for (const std::string &file : source_files) {
-    if (is_portable_name(file)) continue;  // the subject is spelled out only for the error
+  const auto portable = [&component](const std::string &file) -> Result<void> {
+    if (is_portable_name(file)) return BOOST_OUTCOME_V2_NAMESPACE::success();  // the subject only for the error
     return check_portable_name(file, ROOTSPAN_ERR_INVALID_PAYLOAD, ComponentFailure::kOperation,
-                               "component " + component.id)
-        .error();
+                               "component " + component.id);
+  };
+  if (source_files) {
+    for (const std::string &file : *source_files) {
+      BOOST_OUTCOME_TRY(portable(file));
+    }
+  } else {
+    for (const Segment &segment : segments) {
+      BOOST_OUTCOME_TRY(portable(segment.file()));
+    }
   }
   if (dimensions != component.dimensions) {
     return fail("dimensions " + shape_text(dimensions) + " differ from the schema's " +
@@ -69,9 +79,9 @@ Result<std::uint64_t> check_segments(const ComponentSpec &component, const std::
       return fail(segment.describe(i) + " carries tensor " + quoted_text(segment.source()) + ", but external name " +
                   std::to_string(i) + " is " + quoted_text(external_names[i]));
     }
-    if (segment.file() != source_files[i]) {
+    if (source_files && segment.file() != (*source_files)[i]) {
       return fail(segment.describe(i) + " lies in " + quoted_text(segment.file()) + ", but source file " +
-                  std::to_string(i) + " is " + quoted_text(source_files[i]));
+                  std::to_string(i) + " is " + quoted_text((*source_files)[i]));
     }
     if (segment.length() == 0) return fail(segment.describe(i) + " is empty");
     if (!segment.contiguous() && segment.stride() < segment.row_length()) {
@@ -110,27 +120,21 @@ Result<ComponentPayload> ComponentPayload::from_ordered_segments(const Component
                                                                  const std::vector<std::uint64_t> &dimensions,
                                                                  SafetensorsDtype element_type,
                                                                  std::vector<Segment> segments) {
-  auto total = check_segments(component, external_names, source_files, dimensions, element_type, segments);
+  auto total = check_segments(component, external_names, &source_files, dimensions, element_type, segments);
   if (!total) return total.error();
-  return ComponentPayload(ComponentSpec(component), std::move(source_files), element_type, std::move(segments),
-                          total.value());
+  return ComponentPayload(ComponentSpec(component), element_type, std::move(segments), total.value());
 }
 
-Result<ComponentPayload> ComponentPayload::from_own_segments(ComponentSpec &&component,
-                                                             std::vector<std::string> source_files,
-                                                             SafetensorsDtype element_type,
+Result<ComponentPayload> ComponentPayload::from_own_segments(ComponentSpec &&component, SafetensorsDtype element_type,
                                                              std::vector<Segment> segments) {
-  auto total = check_segments(component, component.sources, source_files, component.dimensions, element_type, segments);
+  auto total = check_segments(component, component.sources, nullptr, component.dimensions, element_type, segments);
   if (!total) return total.error();
-  return ComponentPayload(std::move(component), std::move(source_files), element_type, std::move(segments),
-                          total.value());
+  return ComponentPayload(std::move(component), element_type, std::move(segments), total.value());
 }
 
-ComponentPayload::ComponentPayload(ComponentSpec component, std::vector<std::string> source_files,
-                                   SafetensorsDtype element_type, std::vector<Segment> segments,
-                                   std::uint64_t total_bytes)
+ComponentPayload::ComponentPayload(ComponentSpec component, SafetensorsDtype element_type,
+                                   std::vector<Segment> segments, std::uint64_t total_bytes)
     : component_(std::move(component)),
-      source_files_(std::move(source_files)),
       element_type_(element_type),
       segments_(std::move(segments)),
       total_bytes_(total_bytes) {}

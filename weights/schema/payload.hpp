@@ -40,16 +40,18 @@ class ComponentPayload {
                                                         const std::vector<std::uint64_t> &dimensions,
                                                         SafetensorsDtype element_type, std::vector<Segment> segments);
   // The same, for segments that carry the component's own sources in its own
-  // dimensions (a resolved schema's): the component is moved in, not copied.
-  static Result<ComponentPayload> from_own_segments(ComponentSpec &&component, std::vector<std::string> source_files,
-                                                    SafetensorsDtype element_type, std::vector<Segment> segments);
+  // dimensions (a resolved schema's): the component is moved in, not copied,
+  // and the source files are the segments' own (each must be portable).
+  static Result<ComponentPayload> from_own_segments(ComponentSpec &&component, SafetensorsDtype element_type,
+                                                    std::vector<Segment> segments);
 
   const ComponentSpec &component() const { return component_; }
+  // The component moved out, for a caller done with the payload (the last step of a load).
+  ComponentSpec take_component() && { return std::move(component_); }
   const std::string &component_id() const { return component_.id; }
   // The external names and dimensions were checked equal to the component's,
   // so the component's own are kept, not a second copy.
   const std::vector<std::string> &external_names() const { return component_.sources; }
-  const std::vector<std::string> &source_files() const { return source_files_; }
   const std::vector<std::uint64_t> &dimensions() const { return component_.dimensions; }
   SafetensorsDtype element_type() const { return element_type_; }
   const std::vector<Segment> &segments() const { return segments_; }
@@ -68,11 +70,11 @@ class ComponentPayload {
       const std::function<std::shared_ptr<const StableHostMemory>(const Segment &)> &owner_of);
 
  private:
-  ComponentPayload(ComponentSpec component, std::vector<std::string> source_files, SafetensorsDtype element_type,
-                   std::vector<Segment> segments, std::uint64_t total_bytes);
+  ComponentPayload(ComponentSpec component, SafetensorsDtype element_type, std::vector<Segment> segments,
+                   std::uint64_t total_bytes);
 
+  // The source files are the segments' (checked equal to any given beside them): no second list a component.
   ComponentSpec component_;
-  std::vector<std::string> source_files_;
   SafetensorsDtype element_type_{};
   std::vector<Segment> segments_;
   std::uint64_t total_bytes_ = 0;

@@ -261,15 +261,13 @@ Result<std::vector<ComponentPayload>> sliced_payloads(std::span<const ComponentP
     ComponentSpec slice = payloads[i].component();
     slice.dimensions = c.dimensions;
     slice.sources.clear();
-    std::vector<std::string> files;
     std::vector<Segment> segments;
     for (const PlannedRead &r : c.reads) {
       slice.sources.push_back(r.source);
-      files.push_back(r.file);
       segments.emplace_back(r.source, r.file, r.path, r.file_offset, r.length, r.rows, r.stride);
     }
-    auto payload = ComponentPayload::from_own_segments(std::move(slice), std::move(files), payloads[i].element_type(),
-                                                       std::move(segments));
+    auto payload =
+        ComponentPayload::from_own_segments(std::move(slice), payloads[i].element_type(), std::move(segments));
     if (!payload) return payload.error();
     out.push_back(std::move(payload).value());
   }

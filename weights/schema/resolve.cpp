@@ -149,15 +149,13 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
     }
   }
 
-  std::vector<std::string> files;
   std::vector<Segment> segments;
+  segments.reserve(tensors.size());
   for (const TensorRef &tensor : tensors) {
-    files.push_back(tensor.shard->file);
     segments.emplace_back(tensor.tensor->name, shard_files.of(*tensor.shard), tensor.file_offset(),
                           tensor.tensor->byte_length());
   }
-  auto payload =
-      ComponentPayload::from_own_segments(std::move(component), std::move(files), element_type, std::move(segments));
+  auto payload = ComponentPayload::from_own_segments(std::move(component), element_type, std::move(segments));
   if (!payload) return payload.error();
   return ResolvedComponent{std::move(payload).value(), std::nullopt};
 }

@@ -130,6 +130,14 @@ def to_device(tensor, device, component=None):
 def to_torch(component, name, shape, error=TypeError):
     """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor).
     error: the exception for a type this torch lacks."""
+    if component is not None and not component.read_only and _memory.numpy is not None:
+        # the usual case, thousands of times a load: a numpy view torch keeps alive, and with it the lease (no
+        # copy, and far cheaper than a DLPack round trip), in the tensor's own type and shape at once
+        way = _view_ways.get(name) or _view_way(name, error)
+        if way is not None:
+            numpy_dtype, view_as, from_numpy = way
+            tensor = from_numpy(_memory.ndarray(component._export_lease(), 0, numpy_dtype.str, shape, False))
+            return tensor if view_as is None else tensor.view(view_as)
     import torch
     import torch.utils.dlpack
     dtype = torch_dtype(name, error)
@@ -138,13 +146,8 @@ def to_torch(component, name, shape, error=TypeError):
         return torch.empty(storage_shape, dtype=dtype)  # no bytes to share
     if component.read_only:  # torch has no read-only tensors: a writable copy
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component).__dlpack__(copy=True))
-    elif _memory.numpy is not None:  # a numpy view torch keeps alive, and with it the lease: no copy, and
-        lease = component._export_lease()  # far cheaper than a DLPack round trip per tensor
-        how = _numpy_view(name) if name != "F4" else None
-        if how is not None:  # the tensor's own shape at once: the fewest torch steps (thousands of tensors)
-            typestr, view = how
-            tensor = torch.from_numpy(_memory.ndarray(lease, 0, typestr, storage_shape, False))
-            return tensor.view(dtype) if view else tensor
+    elif _memory.numpy is not None:  # a type numpy has no view of (the sub-byte ones): flat bytes, viewed twice
+        lease = component._export_lease()
         flat = torch.from_numpy(_memory.ndarray(lease, 0, "|u1", (lease.nbytes,), False))
     else:
         flat = torch.utils.dlpack.from_dlpack(_Bytes(component))
@@ -163,7 +166,8 @@ _view_ways = {}  # element type -> (numpy dtype, torch dtype to view as after or
 
 
 def _view_way(name, error):
-    """How tensor_of_view makes a tensor of this element type, worked out once per type (every tensor asks):
+    """How to_torch and tensor_of_view make a tensor of this element type, worked out once per type (every
+    tensor asks):
     (numpy dtype the bytes are viewed as, torch dtype the tensor is viewed as after, or None when torch takes
     the numpy type as it is, and torch.from_numpy, looked up once), or None where only flat bytes viewed twice
     will do. Raises `error`, caching nothing, for a type this torch lacks."""
