@@ -347,11 +347,13 @@ class LoadRun {
     zero_copy_import.provider = provider_->name();
     zero_copy_import.dtype = dtype;
     zero_copy_import.read_only = !options_.copy_on_write;
-    // The root keeps the file mapping alive through its own region reference.
-    // A mapping of the root first checks that the file still covers it.
-    if (auto file = std::dynamic_pointer_cast<const MappedFile>(region.owner())) {
-      const std::uint64_t start = region.offset();
-      zero_copy_import.backing_check = [file, start](std::uint64_t offset, std::uint64_t length) {
+    // A mapping of the root first checks that the file still covers it. The
+    // root keeps the file mapping alive through its own region reference (its
+    // memory's deleter context), so the check holds the file by a plain
+    // pointer: small enough to sit inside the function object, no allocation
+    // for each of thousands of components (nor for the root's copy of it).
+    if (const auto *file = dynamic_cast<const MappedFile *>(region.owner().get())) {
+      zero_copy_import.backing_check = [file, start = region.offset()](std::uint64_t offset, std::uint64_t length) {
         return file->check_covers(start + offset + length);
       };
     }
