@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,6 @@
 #include "weights/files/input_file.hpp"
 #include "weights/formats/safetensors.hpp"
 #include "weights/formats/shard_index.hpp"
-#include "weights/formats/string_map.hpp"
 
 namespace rootspan::weights {
 
@@ -43,6 +43,10 @@ Result<void> check_tensor_count(std::size_t tensors, std::size_t shards, std::si
 
 class Checkpoint {
  public:
+  Checkpoint(Checkpoint &&) = default;
+  Checkpoint &operator=(Checkpoint &&) = default;
+  Checkpoint(const Checkpoint &) = delete;
+  Checkpoint &operator=(const Checkpoint &) = delete;
   // `path` is one of
   //   - a .safetensors file;
   //   - an index file (a name ending in ".index.json"): its folder is the
@@ -128,7 +132,10 @@ class Checkpoint {
   std::optional<ShardIndex> index_;
   std::optional<IndexFile> index_file_;
   std::vector<Shard> shards_;
-  StringMap<std::pair<std::size_t, std::size_t>> by_name_;  // shard, tensor
+  // name -> (shard, tensor); the names are views of the shards' own tensor
+  // names, which neither a move nor anything after index_tensors() relocates
+  // (a Checkpoint is never copied: the views would be of the original's).
+  std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> by_name_;
   std::vector<std::string> notes_;
 };
 

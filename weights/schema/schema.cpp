@@ -266,7 +266,7 @@ ComponentSpec default_component(const TensorRef &tensor, std::string id) {
   ComponentSpec component;
   component.id = std::move(id);
   component.role = ComponentRole::kValues;
-  component.sources = {tensor.tensor->name};
+  component.sources.emplace_back(tensor.tensor->name);  // not from a list: that copies the name twice
   component.dimensions = tensor.tensor->shape;
   component.encoding = DenseEncoding{tensor.tensor->dtype};
   if (const GgufTensor *gguf = gguf_tensor(tensor)) {
