@@ -225,15 +225,15 @@ class safe_open:
         place (the header is then read, and the tensors loaded one handle's way)."""
         import torch
         from rootspan import torch as rootspan_torch
-        try:
-            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy,
-                                            populate_when_cold=True)
-        except _core_errors.Error:
-            return None
-        try:
-            if not rootspan_torch.in_file_order_applies(weights, empty_tensors_apart=True):
+        with _memory.gc_paused():  # the load's components, then their tensors: one collector pass after both
+            try:
+                weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy,
+                                                populate_when_cold=True)
+            except _core_errors.Error:
                 return None
-            with _memory.gc_paused():
+            try:
+                if not rootspan_torch.in_file_order_applies(weights, empty_tensors_apart=True):
+                    return None
                 found = dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
                 if not weights.skipped:
                     return found
@@ -241,8 +241,8 @@ class safe_open:
                     self._read_header()
                 return {name: self._in_place(found, name, code, shape, nbytes)
                         for name, (code, shape, _, nbytes) in self._tensors.items()}
-        finally:
-            weights.close()
+            finally:
+                weights.close()
 
     def _in_place(self, found, name, code, shape, nbytes):
         """The tensor `name` of the header (code, shape, nbytes) from what in_file_order found, or, empty,
@@ -318,7 +318,8 @@ class safe_open:
     def _load_all(self):
         """Loads every tensor not loaded yet (called holding self._lock)."""
         if not self._whole and any(n not in self._by_name for n, entry in self._tensors.items() if entry[3]):
-            self._load()
+            with _memory.gc_paused():  # its components, then their views: one collector pass after both
+                self._load()
         self._whole = True
 
     def _load(self, name=None):
