@@ -74,6 +74,15 @@ static PyObject *source_file_of(const rootspan_component_info *info, const char 
   return source_file;
 }
 
+/* value as str: `same_text` itself where value spells `same` (a default load's source name is its id). New
+ * reference, or NULL with an exception set. */
+static PyObject *text_or_same(const char *value, const char *same, PyObject *same_text) {
+  if (value != NULL && same != NULL && same_text != NULL && strcmp(value, same) == 0) {
+    return new_reference(same_text);
+  }
+  return text(value);
+}
+
 /* Puts item (a new reference, or NULL after a failed call) at values[at]; 0 when item is NULL or cannot be
  * put (PyTuple_SetItem takes the item either way). */
 static int put(PyObject *values, Py_ssize_t at, PyObject *item) {
@@ -90,7 +99,8 @@ static PyObject *values_of(const rootspan_component_info *info, const char **las
     return NULL;
   }
   Py_ssize_t at = 0;
-  const int made = put(values, at++, text(info->id)) && put(values, at++, text(info->source_name)) &&
+  const int made = put(values, at++, text(info->id)) &&
+                   put(values, at++, text_or_same(info->source_name, info->id, PyTuple_GetItem(values, 0))) &&
                    put(values, at++, info->root != NULL ? PyLong_FromVoidPtr(info->root) : new_reference(Py_None)) &&
                    put(values, at++, PyLong_FromUnsignedLongLong(info->byte_length)) &&
                    put(values, at++, PyLong_FromUnsignedLongLong(info->segments)) &&
