@@ -387,11 +387,12 @@ Result<void> ParallelReader::submit(const ReadRange &range) {
   // Requests of the range, in file order: [offset, offset + length) for
   // destination; direct ones are aligned below.
   std::vector<Request> pieces;
+  const std::string label = range.label.text();
   auto add = [&](std::uint64_t offset, std::uint64_t length, bool direct, bool bounced) {
     for (std::uint64_t done = 0; done < length; done += options_.request_bytes) {
       Request r;
       r.file = range.file;
-      r.label = range.label;
+      r.label = label;
       r.offset = offset + done;
       r.length = std::min(options_.request_bytes, length - done);
       r.destination = range.destination + (r.offset - range.offset);
@@ -446,7 +447,7 @@ Result<void> ParallelReader::gather(const ReadRange &range) {
   if (!gathered_) {
     gathered_ = std::make_unique<Request>();
     gathered_->file = range.file;
-    gathered_->label = range.label;
+    gathered_->label = range.label.text();  // the first range's names the request
     gathered_->offset = range.offset;
     gathered_->fd = range.file->fd();
     gathered_->read_at = range.offset;

@@ -42,6 +42,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/diagnostic.hpp"
@@ -78,6 +80,25 @@ struct ParallelReadOptions {
   std::function<Result<void>(std::uint64_t bytes)> on_complete;
 };
 
+// Names a range in errors ("component \"x\": tensor \"y\""; may be empty):
+// its text, or a function that makes the text, called only when a request is
+// made for the range (submit() calls it before it returns). Thousands of small
+// ranges gathered into one request make one label, not thousands.
+class ReadLabel {
+ public:
+  ReadLabel() = default;
+  ReadLabel(std::string text) : text_(std::move(text)) {}  // NOLINT: a string is a label
+  ReadLabel(const char *text) : text_(text) {}             // NOLINT: so is a literal
+  template <typename MakeText>
+  requires std::is_invocable_r_v<std::string, MakeText> ReadLabel(MakeText make)
+      : make_(std::move(make)) {}  // NOLINT: so is what makes one
+  std::string text() const { return make_ ? make_() : text_; }
+
+ private:
+  std::string text_;
+  std::function<std::string()> make_;
+};
+
 // One range to read. `file` and the destination must stay valid
 // until drain() has returned.
 struct ReadRange {
@@ -85,7 +106,7 @@ struct ReadRange {
   std::uint64_t offset = 0;
   std::byte *destination = nullptr;
   std::uint64_t length = 0;
-  std::string label;  // names the range in errors ("component \"x\", tensor \"y\""); may be empty
+  ReadLabel label;
 };
 
 // What the reader did, for the load report.

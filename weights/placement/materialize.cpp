@@ -442,8 +442,8 @@ class LoadRun {
       if (!in) return error_in(segment, in.error());
       record_landing(payload, segment, {base + root_offset, nullptr, 0, segment.length()});
       if (segment.contiguous()) {
-        BOOST_OUTCOME_TRY(in_parallel->submit(
-            {in.value(), segment.file_offset(), base + root_offset, segment.length(), read_label(payload, segment)}));
+        BOOST_OUTCOME_TRY(in_parallel->submit({in.value(), segment.file_offset(), base + root_offset, segment.length(),
+                                               [&payload, &segment] { return read_label(payload, segment); }}));
       } else {
         BOOST_OUTCOME_TRY(read_rows(*in.value(), file_range(segment), base + root_offset, payload, segment));
       }
@@ -513,7 +513,8 @@ class LoadRun {
       if (chunk.bytes.rows == 1) {
         // A buffer's reads run in parallel; its copy starts once all are in.
         BOOST_OUTCOME_TRY(
-            in_parallel->submit({in.value(), chunk.bytes.offset, staged, length, read_label(payload, *chunk.segment)}));
+            in_parallel->submit({in.value(), chunk.bytes.offset, staged, length,
+                                 [&payload, segment = chunk.segment] { return read_label(payload, *segment); }}));
         BOOST_OUTCOME_TRY(in_parallel->drain());
       } else {
         BOOST_OUTCOME_TRY(read_rows(*in.value(), chunk.bytes, staged, payload, *chunk.segment));
