@@ -94,11 +94,11 @@ bool ClaimBook::release(Claim *claim) {
   return true;
 }
 
-std::vector<Mapping *> ClaimBook::live_mappings() const {
+std::vector<Mapping *> ClaimBook::live_mappings() {
   std::vector<Mapping *> live;
-  for (const auto &mapping : mappings_.all()) {
-    if (mapping->claim != nullptr) live.push_back(mapping.get());
-  }
+  mappings_.for_each([&live](Mapping &mapping) {
+    if (mapping.claim != nullptr) live.push_back(&mapping);
+  });
   return live;
 }
 

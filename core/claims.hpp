@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "diagnostic.hpp"
 #include "record_pool.hpp"
@@ -57,15 +60,17 @@ class ClaimBook {
   void free_mapping(Mapping *mapping);
 
   std::size_t live_count() const { return live_.size(); }
-  const std::vector<Claim *> &live_claims() const { return live_; }
+  std::span<Claim *const> live_claims() const { return {live_.data(), live_.size()}; }
   // Mappings not yet unmapped.
-  std::vector<Mapping *> live_mappings() const;
+  std::vector<Mapping *> live_mappings();
   const Claim *first_live() const { return live_.empty() ? nullptr : live_.front(); }
 
  private:
   Claim *new_claim();
 
-  std::vector<Claim *> live_;
+  // Room for one inside: a root claimed once, as each of a load's components
+  // is, keeps its claim list without an allocation.
+  boost::container::small_vector<Claim *, 1> live_;
   RecordPool<Claim> claims_;
   RecordPool<Mapping> mappings_;
 };
