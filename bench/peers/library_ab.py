@@ -8,7 +8,8 @@ processes, alternating, for --rounds rounds. Each process times, on every file
 given: describing the file (rootspan.inspect.describe_safetensors_file), the
 drop-in's safe_open with keys(), with its first tensor, and with every tensor,
 its load_file, and rootspan.torch.load; each the median of --calls calls after
-one unmeasured call. The library measured first alternates from round to round. Prints the median over the rounds of each, before and
+one unmeasured call. It says which compiled module (rootspan._describe) each
+side used, and warns when only one side had one. The library measured first alternates from round to round. Prints the median over the rounds of each, before and
 after, their ratio, and each side's spread ((slowest - fastest) / median).
 
 usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE.safetensors [...]
@@ -58,7 +59,9 @@ def child(files, calls):
         }
         for name, operation in operations.items():
             out[f"{path} {name}"] = timed(operation)
-    print(json.dumps(out))
+    from rootspan import _compiled
+    compiled = _compiled.describe()  # found beside the library's build folder, or installed, or none
+    print(json.dumps({"times": out, "compiled": getattr(compiled, "__file__", None)}))
 
 
 def main():
@@ -88,6 +91,7 @@ def main():
                 sys.exit(f"--{side}-env: expected NAME=VALUE, got {setting!r}")
             environments[side][name] = value
     times = {side: {} for side in libraries}
+    compiled = {side: set() for side in libraries}  # the compiled module each side's processes used
     for round_number in range(args.rounds):
         # before first in even rounds, after first in odd ones: neither always meets a fresher cache
         order = list(libraries.items())
@@ -97,13 +101,24 @@ def main():
                                  env=environments[side], capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"the {side} process failed:\n{run.stderr}")
-            for name, ms in json.loads(run.stdout).items():
+            measured = json.loads(run.stdout)
+            compiled[side].add(measured["compiled"])
+            for name, ms in measured["times"].items():
                 times[side].setdefault(name, []).append(ms)
 
     def spread(values):
         median = statistics.median(values)
         return (max(values) - min(values)) / median * 100 if median else 0.0
 
+    # A library outside a build folder finds no compiled module beside it, and its side describes components
+    # through ctypes, several milliseconds slower on thousands: say so, or the ratio measures that instead.
+    for side, modules in compiled.items():
+        print(f"{side}: compiled module {', '.join(m or 'none (ctypes)' for m in sorted(modules, key=str))}")
+    if any(None in modules for modules in compiled.values()) and not all(modules == {None}
+                                                                         for modules in compiled.values()):
+        print("warning: one side ran without the compiled module (rootspan._describe) and the other with it: "
+              "the ratios weigh that too (put <library folder>/bindings/python/_describe*.so beside a copied "
+              "library, or set ROOTSPAN_PYTHON_EXTENSION=off on both sides)")
     width = max(len(name) for name in times["before"])
     print(f"{'ms, median of ' + str(args.rounds) + ' rounds':{width}} {'before':>9} {'after':>9} {'ratio':>6}  spread")
     for name, before in times["before"].items():
