@@ -130,6 +130,15 @@ struct HeldClaim {
 // The deleter of a zero-copy root: drops the root's reference to its region.
 void release_retained_region(void *region, void * /*data*/) { delete static_cast<RetainedRegion *>(region); }
 
+// A shard file as one load sees it: the descriptor its header was read
+// through, its size then, and what the load has made of it so far.
+struct LoadFile {
+  std::uint64_t header_size = 0;                    // fstat when the header was read
+  std::shared_ptr<const InputFile> input;           // nullptr: not opened with the checkpoint
+  bool size_checked = false;                        // found header_size again, at its first use
+  std::shared_ptr<const StableHostMemory> mapping;  // the whole file mapped, by its first zero-copy component
+};
+
 class LoadRun {
  public:
   LoadRun(Context &context, std::shared_ptr<Provider> provider, const LoadOptions &options, std::uint64_t total,
@@ -143,8 +152,9 @@ class LoadRun {
     // Each shard must still be the size its header was read at, and is read
     // through the descriptor its header came from.
     for (const Shard &shard : checkpoint.shards()) {
-      file_sizes_[shard.path] = shard.file_size;
-      if (shard.input) files_.emplace(shard.path, shard.input);
+      LoadFile &file = files_[shard.path.native()];
+      file.header_size = shard.file_size;
+      if (shard.input && !file.input) file.input = shard.input;
       if (shard.input && !shard.header_sha256.empty()) {
         landings_.note_header(*shard.input, shard.data_offset, shard.header_sha256);
       }
@@ -281,47 +291,58 @@ class LoadRun {
   // Verified loads: where each segment's bytes landed (landing.hpp).
   void record_landing(const ComponentPayload &payload, const Segment &segment, const LandedRange &into) {
     if (options_.digests.empty() || segment.length() == 0) return;
-    const auto found = files_.find(segment.path());
-    if (found != files_.end()) landings_.add(payload.component_id(), *found->second, file_range(segment), into);
+    const auto found = files_.find(segment.path().native());
+    if (found != files_.end() && found->second.input) {
+      landings_.add(payload.component_id(), *found->second.input, file_range(segment), into);
+    }
   }
 
+  // The segment's file mapped whole, once a load.
   Result<const StableHostMemory *> mapped(const Segment &segment) {
-    auto found = mappings_.find(segment.path());
-    if (found == mappings_.end()) {
-      auto input = file(segment.path());
-      if (!input) return input.error();
-      auto opened = MappedFile::open(*input.value(), expected_size(segment.path()),
+    auto checked = checked_file(segment.path());
+    if (!checked) return checked.error();
+    LoadFile &file = *checked.value();
+    if (!file.mapping) {
+      auto opened = MappedFile::open(*file.input, file.header_size,
                                      options_.copy_on_write ? MappedFile::kCopyOnWrite : MappedFile::kReadOnly);
       if (!opened) return opened.error();
-      found = mappings_.emplace(segment.path(), std::move(opened).value()).first;
+      file.mapping = std::move(opened).value();
     }
-    return found->second.get();
+    return file.mapping.get();
   }
 
-  // The descriptor the shard was opened with; a file is never reopened by
-  // name, so a link swapped in since the header was read cannot be followed.
-  // Its size is checked against the header's once a load, for the first
-  // component read from it: every read after that finds a file cut short
-  // itself ("file ended early"), and a check a component was a system call
-  // a tensor (a copy of 10,000 small tensors spent a third of its time in
-  // them).
+  // The descriptor the shard was opened with (checked_file).
   Result<const InputFile *> file(const std::filesystem::path &path) {
-    if (auto checked = sized_files_.find(path.native()); checked != sized_files_.end()) return checked->second;
-    auto found = files_.find(path);
-    if (found == files_.end()) {
+    auto checked = checked_file(path);
+    if (!checked) return checked.error();
+    return checked.value()->input.get();
+  }
+
+  // The shard file at `path`, read through the descriptor it was opened
+  // with: a file is never reopened by name, so a link swapped in since the
+  // header was read cannot be followed. Its size is checked against the
+  // header's once a load, at its first use: every read after that finds a
+  // file cut short itself ("file ended early"), and a check a component was a
+  // system call a tensor (a copy of 10,000 small tensors spent a third of its
+  // time in them).
+  Result<LoadFile *> checked_file(const std::filesystem::path &path) {
+    auto found = files_.find(path.native());
+    if (found == files_.end() || !found->second.input) {
       return make_error(ROOTSPAN_ERR_IO, kOperation,
                         quoted_text(path.string()) + ": not a file opened with the checkpoint");
     }
-    auto size = found->second->current_size();
+    LoadFile &file = found->second;
+    if (file.size_checked) return &file;
+    auto size = file.input->current_size();
     if (!size) return size.error();
-    if (auto expected = expected_size(path); expected && size.value() != *expected) {
+    if (size.value() != file.header_size) {
       return make_error(ROOTSPAN_ERR_IO, kOperation,
                         quoted_text(path.string()) + ": file size changed since its header was read: expected " +
-                            std::to_string(*expected) + " bytes, found " + std::to_string(size.value()),
-                        *expected, size.value());
+                            std::to_string(file.header_size) + " bytes, found " + std::to_string(size.value()),
+                        file.header_size, size.value());
     }
-    sized_files_.emplace(path.native(), found->second.get());
-    return found->second.get();
+    file.size_checked = true;
+    return &file;
   }
 
   // A root over the segment's retained file region (read-only unless the
@@ -334,8 +355,8 @@ class LoadRun {
     auto owner = mapped(segment);
     if (!owner) return error_in(payload, error_in(segment, owner.error()));
     auto retained = payload.retain_host_memory([&](const Segment &s) -> std::shared_ptr<const StableHostMemory> {
-      auto found = mappings_.find(s.path());
-      return found == mappings_.end() ? nullptr : found->second;
+      auto found = files_.find(s.path().native());
+      return found == files_.end() ? nullptr : found->second.mapping;
     });
     if (!retained) return error_in(payload, retained.error());
     const RetainedRegion &region = *payload.segments().front().retained();
@@ -543,14 +564,8 @@ class LoadRun {
     return drained;
   }
 
-  std::optional<std::uint64_t> expected_size(const std::filesystem::path &path) const {
-    auto found = file_sizes_.find(path);
-    return found == file_sizes_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second);
-  }
-
   Context &context_;
   std::shared_ptr<Provider> provider_;
-  std::map<std::filesystem::path, std::uint64_t> file_sizes_;
   const LoadOptions &options_;
   std::uint64_t total_;
   std::vector<const ParallelHasher *> hashers_;  // digests being hashed, counted in the progress
@@ -558,14 +573,12 @@ class LoadRun {
   std::uint64_t loaded_ = 0;
   LoadProgress progress_;
   std::vector<Root *> made_;
-  std::map<std::filesystem::path, std::shared_ptr<const StableHostMemory>> mappings_;
-  std::map<std::filesystem::path, std::shared_ptr<const InputFile>> files_;
-  std::unordered_map<std::string, const InputFile *> sized_files_;  // file(): those whose size was checked
-  std::unique_ptr<StagingRing> ring_;                               // made by the first upload, once per load
-  std::vector<Claim *> uploading_;                                  // claims of roots with copies maybe in flight
-  std::unique_ptr<ParallelReader> reader_;                          // made by the first copy, once per load
-  std::vector<std::unique_ptr<HeldClaim>> reading_;                 // roots with reads maybe in flight
-  std::vector<std::byte> row_buffer_;  // windows of strided rows, made by the first strided read
+  std::unordered_map<std::string, LoadFile> files_;  // by the path's text: a path compares element by element
+  std::unique_ptr<StagingRing> ring_;                // made by the first upload, once per load
+  std::vector<Claim *> uploading_;                   // claims of roots with copies maybe in flight
+  std::unique_ptr<ParallelReader> reader_;           // made by the first copy, once per load
+  std::vector<std::unique_ptr<HeldClaim>> reading_;  // roots with reads maybe in flight
+  std::vector<std::byte> row_buffer_;                // windows of strided rows, made by the first strided read
   std::optional<ParallelReadStats> read_stats_;
   std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
 };
