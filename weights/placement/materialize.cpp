@@ -298,7 +298,7 @@ class LoadRun {
   }
 
   // The segment's file mapped whole, once a load.
-  Result<const StableHostMemory *> mapped(const Segment &segment) {
+  Result<std::shared_ptr<const StableHostMemory>> mapped(const Segment &segment) {
     auto checked = checked_file(segment.path());
     if (!checked) return checked.error();
     LoadFile &file = *checked.value();
@@ -308,7 +308,7 @@ class LoadRun {
       if (!opened) return opened.error();
       file.mapping = std::move(opened).value();
     }
-    return file.mapping.get();
+    return file.mapping;
   }
 
   // The descriptor the shard was opened with (checked_file).
@@ -354,10 +354,8 @@ class LoadRun {
     const Segment &segment = payload.segments().front();
     auto owner = mapped(segment);
     if (!owner) return error_in(payload, error_in(segment, owner.error()));
-    auto retained = payload.retain_host_memory([&](const Segment &s) -> std::shared_ptr<const StableHostMemory> {
-      auto found = files_.find(s.path().native());
-      return found == files_.end() ? nullptr : found->second.mapping;
-    });
+    // One segment (not packed): its file's mapping is the owner.
+    auto retained = payload.retain_host_memory([&owner](const Segment &) { return owner.value(); });
     if (!retained) return error_in(payload, retained.error());
     const RetainedRegion &region = *payload.segments().front().retained();
     const std::byte *data = region.bytes().data();
