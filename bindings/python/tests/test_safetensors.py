@@ -630,6 +630,7 @@ class LoadsWhatIsAsked(Folder):
 
     def test_loads_of_every_tensor_populate_a_cold_file_and_loads_of_one_do_not(self):
         from rootspan import _contexts
+        from rootspan.safetensors import _open
         path, names = self.write()
         context = _contexts.host()
         asked = []  # (tensors, populate_when_cold) of each load the drop-in makes
@@ -655,6 +656,19 @@ class LoadsWhatIsAsked(Folder):
                     f.get_tensor("t7")
                     f.get_tensor("t8")
                 self.assertEqual(asked, [(["t7"], False), (None, True)], "one tensor alone, then all the rest")
+                def pattern(name):  # the tensor selection naming just that tensor
+                    return name.translate(_open._GLOB_SPECIAL)
+                # a caller looping over the names it took (keys() or offset_keys()) asks their first one first:
+                # mapped, everything is loaded at once then; read, and a name not first, one tensor alone
+                for backend, listing, first_asked, expected in [
+                        ("mmap", "keys", 0, [(None, True)]), ("mmap", "offset_keys", 0, [(None, True)]),
+                        ("mmap", "keys", 1, [([pattern(sorted(names)[1])], False)]),
+                        ("pread", "keys", 0, [([pattern(sorted(names)[0])], False)])]:
+                    with self.subTest(backend=backend, listing=listing, first_asked=first_asked):
+                        asked.clear()
+                        with safe_open(path, framework="pt", backend=backend) as f:
+                            f.get_tensor(getattr(f, listing)()[first_asked])
+                        self.assertEqual(asked, expected)
         gc.collect()
 
 

@@ -9,8 +9,10 @@ a file of a million costs a pass over the header and one root), then, from
 the next one on, all the rest at once (get_tensors and load_file load them
 all at once from the start, and so does the first tensor asked for of a
 mapped file of at most 2,048 tensors, whose whole load costs little more
-than a load of one when warm). A load of all the tensors reads a mapped
-file that is cold on a local disk in first, many reads in flight. Tensors
+than a load of one when warm, and of a mapped file whose names the caller
+took and then asked for the first of them, as a loop over keys() does). A
+load of all the tensors reads a mapped file that is cold on a local disk in
+first, many reads in flight. Tensors
 are zero-copy views of those roots and writable: a write changes this
 process's copy of a page, never the file.
 On the CPU, the tensors of a load of all the rest are views of one mapping
@@ -49,7 +51,9 @@ _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # (a MoE shard of 1,265 tensors: 8 ms against 3), while a caller reading every tensor, the usual one, saves
 # that single load. A cold file is read in whole then (the trade for such a caller: one read of the file at
 # the disk's speed instead of faults all over it). Most checkpoints' shards hold fewer; a file of more keeps
-# the single load first.
+# the single load first, unless its caller is reading the tensors in the order keys() or offset_keys() gave them:
+# such a caller (transformers' and vLLM's loops over a shard) asks the first name of that list first, and every
+# other name after it, so the single load would only be followed by the load of all the rest.
 _MAPPED_WHOLE_UP_TO = 2048
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
@@ -135,6 +139,7 @@ class safe_open:
         # on the CPU hands out (rootspan.weights.map_file_views): every tensor of that name is a view of them
         self._views = {}
         self._closed = False
+        self._first_listed = None  # the first name keys() or offset_keys() gave out: see _MAPPED_WHOLE_UP_TO
         self._lock = threading.Lock()
         self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
         if _header:
@@ -162,12 +167,17 @@ class safe_open:
     def keys(self):
         """The tensor names, sorted."""
         self._open()
-        return sorted(self._tensors)
+        return self._listed(sorted(self._tensors))
 
     def offset_keys(self):
         """The tensor names in the order of their bytes in the file."""
         self._open()
-        return list(self._tensors)
+        return self._listed(list(self._tensors))
+
+    def _listed(self, names):
+        if names:
+            self._first_listed = names[0]
+        return names
 
     def metadata(self):
         """The header's __metadata__ as a dict, or None when it has none."""
@@ -305,13 +315,14 @@ class safe_open:
         if name not in self._by_name:
             if entry[3] == 0:  # nothing to load: the core makes no root for an empty tensor
                 self._by_name[name] = None
-            elif len(self._loads) >= self._single_loads() or not self._load(name):
+            elif len(self._loads) >= self._single_loads(name) or not self._load(name):
                 self._load_all()
         return entry[0], entry[1], self._by_name[name]
 
-    def _single_loads(self):
-        """How many tensors this handle loads one at a time before it loads all the rest at once."""
-        if self._strategy == "mmap" and len(self._tensors) <= _MAPPED_WHOLE_UP_TO:
+    def _single_loads(self, name):
+        """How many tensors this handle loads one at a time before it loads all the rest at once, `name` the
+        one asked for now."""
+        if self._strategy == "mmap" and (len(self._tensors) <= _MAPPED_WHOLE_UP_TO or name == self._first_listed):
             return 0
         return _SINGLE_LOADS[self._strategy]
 
