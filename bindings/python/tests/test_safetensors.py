@@ -628,6 +628,29 @@ class LoadsWhatIsAsked(Folder):
             self.assertEqual(len(f.get_tensors()), len(names))
             self.assertEqual([len(w) for w in f._loads], [len(names)], "get_tensors loads everything, once")
 
+    def test_the_load_of_all_the_rest_makes_every_torch_tensor_at_once(self):
+        path, names = self.write()
+        with safe_open(path, framework="pt") as f:
+            f.get_tensor("t7")  # a file of few tensors: loaded whole
+            self.assertEqual(f._ready, {}, "a caller asking for one tensor gets only that one made")
+        with safe_open(path, framework="pt") as f:
+            listed = f.keys()
+            self.assertEqual(f.get_tensor(listed[0]).tolist(), [names.index(listed[0])] * 3)  # a loop over them
+            self.assertEqual(set(f._ready), set(names) - {listed[0]}, "every other tensor made with that load")
+            first = f.get_tensor("t8")
+            self.assertNotIn("t8", f._ready, "a made tensor is handed out once")
+            again = f.get_tensor("t8")
+            self.assertIsNot(first, again)
+            first[0] = 99
+            self.assertEqual(again.tolist(), [99] + [names.index("t8")] * 2, "both share the tensor's memory")
+            self.assertEqual({n: f.get_tensor(n)[2].item() for n in names}, {n: i for i, n in enumerate(names)})
+            self.assertEqual(f._ready, {})
+            self.assertEqual(len(f._loads), 1, "one load")
+        with safe_open(path, framework="pt") as f:
+            f.get_tensor(f.offset_keys()[0])
+            self.assertGreater(len(f._ready), 0)
+        self.assertEqual(f._ready, {}, "closing drops the tensors no caller took")
+
     def test_loads_of_every_tensor_populate_a_cold_file_and_loads_of_one_do_not(self):
         from rootspan import _contexts
         from rootspan.safetensors import _open

@@ -138,6 +138,12 @@ class safe_open:
         # tensor name -> its bytes (a uint8 numpy array) in the one mapping of the file a load of all the rest
         # on the CPU hands out (rootspan.weights.map_file_views): every tensor of that name is a view of them
         self._views = {}
+        # tensor name -> a torch tensor over its view above, all made at once (one pass, not one call a tensor)
+        # by a get_tensor of the first name keys() or offset_keys() gave (the first of a loop over them, which
+        # asks for every other name next) whose call loaded all the rest, once a handle: the first get_tensor of
+        # a name hands its tensor out, later ones make their own view
+        self._ready = {}
+        self._ready_made = False
         self._closed = False
         self._first_listed = None  # the first name keys() or offset_keys() gave out: see _MAPPED_WHOLE_UP_TO
         self._lock = threading.Lock()
@@ -187,10 +193,16 @@ class safe_open:
     def get_tensor(self, name):
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
+            ready = self._ready.pop(name, None) if isinstance(name, str) else None
+            if ready is not None:  # loaded whole, on the CPU, with torch: the usual case
+                return ready
             view = self._views.get(name) if isinstance(name, str) else None
-            if view is not None and self._framework == "pytorch":  # loaded whole, on the CPU: the usual case
+            if view is not None and self._framework == "pytorch":
                 return _tensors.tensor_of_view(view, self._by_name[name], SafetensorError)
             code, shape, component = self._component(name)
+            if name == self._first_listed and self._views and not self._ready_made and self._framework == "pytorch":
+                self._ready_made = True  # the load of all the rest was this call's, for a loop over the names
+                self._ready = _ready_tensors(self._views, self._by_name, name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             view = self._views.get(name)
@@ -302,7 +314,7 @@ class safe_open:
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
             self._leases = {}  # the leases no tensor took: their roots can go back
-            self._views = {}  # the file's mapping goes back once no tensor uses it
+            self._views, self._ready = {}, {}  # the file's mapping goes back once no tensor uses it
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -389,6 +401,19 @@ class safe_open:
             own = [c for at, c in enumerate(kept) if at not in views]
             self._leases.update((c.source_name, lease) for c, lease in zip(own, map_leases(own)) if lease)
         return True
+
+
+def _ready_tensors(views, by_name, asked):
+    """{name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s;
+    a tensor torch cannot make is left out, for its own get_tensor to say why."""
+    ready = {}
+    for name, view in views.items():
+        if name != asked:
+            try:
+                ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
+            except SafetensorError:
+                pass
+    return ready
 
 
 def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):
