@@ -4,17 +4,23 @@
 // cancelling completion stops the reads, and the in-flight budget holds
 // (counted, never timed), small ranges are read buffered, and adjacent ranges
 // are gathered into one request.
-// Each test runs on both engines.
+// Each test runs on both engines; and the pread threads that cannot all be
+// started (a thread limit) read with those that could.
 #include "weights/files/parallel_reader.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <random>
+#include <sstream>
 
 #include "tests/support/temp_dir.hpp"
 #include "weights/files/file_system.hpp"
@@ -355,6 +361,85 @@ TEST_P(ParallelReaderTest, TheInFlightBudgetIsRespected) {
   ASSERT_TRUE(reader->drain());
   EXPECT_EQ(reader->stats().peak_requests_in_flight, 5u);
   EXPECT_EQ(into, bytes);
+}
+
+// The threads every process of the user `uid` runs now, counted in /proc.
+std::size_t threads_of(uid_t uid) {
+  std::size_t threads = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator entry("/proc", error), end; !error && entry != end; entry.increment(error)) {
+    std::ifstream status(entry->path() / "status");  // a process gone since is read as nothing
+    bool its = false;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) == 0) {
+        uid_t real = 0;
+        std::istringstream(line.substr(4)) >> real;
+        its = real == uid;
+      } else if (its && line.rfind("Threads:", 0) == 0) {
+        threads += std::stoul(line.substr(8));
+      }
+    }
+  }
+  return threads;
+}
+
+constexpr uid_t kNobody = 65534;
+
+// Runs `body` in a child process as the user nobody, under the thread limit
+// (RLIMIT_NPROC: every thread of the user counts) that `limit` says there.
+// Returns the child's exit status, or minus the signal that ended it (a pool
+// destroyed with threads running raises SIGABRT through std::terminate);
+// nullopt where this process is not root (root's own limit is not enforced).
+std::optional<int> in_child_with_thread_limit(const std::function<rlim_t()> &limit, const std::function<int()> &body) {
+  if (::geteuid() != 0) return std::nullopt;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(90);
+    const rlimit threads{limit(), limit()};
+    if (::setrlimit(RLIMIT_NPROC, &threads) != 0) ::_exit(91);
+    ::_exit(body());
+  }
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) return 92;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+ParallelReadOptions eight_read_threads() {
+  ParallelReadOptions o;
+  o.engine = ReadEngine::kThreads;
+  o.queue_depth = 8;
+  o.request_bytes = 64 << 10;
+  o.gather_adjacent = false;
+  o.operation = "test_read";
+  return o;
+}
+
+TEST(ParallelReaderThreads, ReadThreadsThatCannotAllStartReadWithThoseThatDid) {
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(4 << 20, 17);
+  const InputFile file = open_input(tmp.write("data.bin", bytes));
+  // room for two or three more threads than nobody runs (the count in /proc is the kernel's, give or take
+  // one): some of the eight start, not all
+  const auto status = in_child_with_thread_limit([] { return threads_of(kNobody) + 2; }, [&] {
+    auto reader = ParallelReader::create(eight_read_threads());
+    if (!reader) return 1;
+    std::vector<std::byte> into(bytes.size());
+    if (!reader.value()->submit({&file, 0, into.data(), into.size(), "whole"}) || !reader.value()->drain()) return 2;
+    return into == bytes ? 0 : 3;
+  });
+  if (!status) GTEST_SKIP() << "needs root, to run a child as another user under a thread limit";
+  EXPECT_EQ(*status, 0) << "1: not created, 2: a read failed, 3: wrong bytes, 90-92: the child's setup, "
+                           "-6: std::terminate (a pool destroyed with its first threads running)";
+}
+
+TEST(ParallelReaderThreads, NoReadThreadAtAllIsAnErrorThatSaysSo) {
+  const auto status = in_child_with_thread_limit([] { return rlim_t{1}; }, [] {  // the child itself, no more
+    auto reader = ParallelReader::create(eight_read_threads());
+    if (reader) return 1;
+    return reader.error()->cause.find("cannot start the read threads") == std::string::npos ? 2 : 0;
+  });
+  if (!status) GTEST_SKIP() << "needs root, to run a child as another user under a thread limit";
+  EXPECT_EQ(*status, 0) << "1: created without threads, 2: an error that does not say why";
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, ParallelReaderTest, ::testing::Values(ReadEngine::kIoUring, ReadEngine::kThreads),

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/copy.hpp"
+#include "core/masked_thread.hpp"
 #include "core/sha256.hpp"
 #include "core/text/quoting.hpp"
 
@@ -42,8 +43,7 @@ ParallelHasher::ParallelHasher(std::vector<DigestJob> jobs, unsigned threads)
                    [&](std::size_t a, std::size_t b) { return jobs_[a].bytes() > jobs_[b].bytes(); });
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t count = std::min<std::size_t>(threads, jobs_.size());
-  workers_.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) workers_.emplace_back([this] { work(); });
+  start_masked_threads(workers_, count, [this] { work(); });  // each takes the next job: fewer threads still end
 }
 
 ParallelHasher::~ParallelHasher() {

@@ -142,8 +142,9 @@ namespace {
 // A pool of threads calling pread, one request at a time each.
 class ThreadEngine final : public ParallelReader::Engine {
  public:
+  // As many threads as could be started, at most `threads`; throws std::system_error where none could.
   explicit ThreadEngine(std::size_t threads) {
-    for (std::size_t i = 0; i < threads; ++i) workers_.push_back(start_masked_thread([this] { work(); }));
+    start_masked_threads(workers_, threads, [this] { work(); });
   }
   ~ThreadEngine() override {
     {
