@@ -9,6 +9,7 @@
 #include "weights/files/parallel_reader.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -368,7 +369,9 @@ std::size_t threads_of(uid_t uid) {
   std::size_t threads = 0;
   std::error_code error;
   for (std::filesystem::directory_iterator entry("/proc", error), end; !error && entry != end; entry.increment(error)) {
-    std::ifstream status(entry->path() / "status");  // a process gone since is read as nothing
+    const std::string name = entry->path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;  // not a process ("self", "sys")
+    std::ifstream status(entry->path() / "status");                           // a process gone since is read as nothing
     bool its = false;
     for (std::string line; std::getline(status, line);) {
       if (line.rfind("Uid:", 0) == 0) {
@@ -383,25 +386,43 @@ std::size_t threads_of(uid_t uid) {
   return threads;
 }
 
-constexpr uid_t kNobody = 65534;
+// A user and group no account uses, so that its thread count is this test's.
+constexpr uid_t kUnusedUser = 64977;
 
-// Runs `body` in a child process as the user nobody, under the thread limit
-// (RLIMIT_NPROC: every thread of the user counts) that `limit` says there.
+// What a child run under a thread limit says (its exit status).
+enum ChildOutcome : int { kDone = 0, kSetupFailed = 90, kLimitDidNotBite = 91, kOtherFailure = 1 };
+
+// Runs `body` in a child process as kUnusedUser (no supplementary groups),
+// with the thread limit (RLIMIT_NPROC: every thread of the user counts) set
+// `beyond` the threads the user runs once the child is it: 0 lets it start
+// none, 2 lets it start two.
 // Returns the child's exit status, or minus the signal that ended it (a pool
 // destroyed with threads running raises SIGABRT through std::terminate);
 // nullopt where this process is not root (root's own limit is not enforced).
-std::optional<int> in_child_with_thread_limit(const std::function<rlim_t()> &limit, const std::function<int()> &body) {
+std::optional<int> in_child_with_thread_limit(std::size_t beyond, const std::function<int()> &body) {
   if (::geteuid() != 0) return std::nullopt;
   const pid_t child = ::fork();
   if (child == 0) {
-    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(90);
-    const rlimit threads{limit(), limit()};
-    if (::setrlimit(RLIMIT_NPROC, &threads) != 0) ::_exit(91);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(kUnusedUser) != 0 || ::setuid(kUnusedUser) != 0) {
+      ::_exit(kSetupFailed);
+    }
+    const rlim_t limit = threads_of(kUnusedUser) + beyond;
+    const rlimit threads{limit, limit};
+    if (::setrlimit(RLIMIT_NPROC, &threads) != 0) ::_exit(kSetupFailed);
     ::_exit(body());
   }
   int status = 0;
-  if (child < 0 || ::waitpid(child, &status, 0) != child) return 92;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) return kSetupFailed;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// The threads this process runs (/proc/self/status).
+std::size_t own_threads() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoul(line.substr(8));
+  }
+  return 0;
 }
 
 ParallelReadOptions eight_read_threads() {
@@ -418,28 +439,36 @@ TEST(ParallelReaderThreads, ReadThreadsThatCannotAllStartReadWithThoseThatDid) {
   TempDir tmp;
   const std::vector<std::byte> bytes = random_bytes(4 << 20, 17);
   const InputFile file = open_input(tmp.write("data.bin", bytes));
-  // room for two or three more threads than nobody runs (the count in /proc is the kernel's, give or take
-  // one): some of the eight start, not all
-  const auto status = in_child_with_thread_limit([] { return threads_of(kNobody) + 2; }, [&] {
+  const auto status = in_child_with_thread_limit(2, [&] {  // two of the eight threads can start
+    const std::size_t before = own_threads();
     auto reader = ParallelReader::create(eight_read_threads());
-    if (!reader) return 1;
+    if (!reader) return int{kLimitDidNotBite};  // none started: another process counted as the user's
+    const std::size_t started = own_threads() - before;
+    if (started != 2) return int{kLimitDidNotBite};
     std::vector<std::byte> into(bytes.size());
-    if (!reader.value()->submit({&file, 0, into.data(), into.size(), "whole"}) || !reader.value()->drain()) return 2;
-    return into == bytes ? 0 : 3;
+    if (!reader.value()->submit({&file, 0, into.data(), into.size(), "whole"}) || !reader.value()->drain()) {
+      return int{kOtherFailure};
+    }
+    return into == bytes ? int{kDone} : int{kOtherFailure};
   });
   if (!status) GTEST_SKIP() << "needs root, to run a child as another user under a thread limit";
-  EXPECT_EQ(*status, 0) << "1: not created, 2: a read failed, 3: wrong bytes, 90-92: the child's setup, "
-                           "-6: std::terminate (a pool destroyed with its first threads running)";
+  if (*status == kSetupFailed) GTEST_SKIP() << "could not run a child as user " << kUnusedUser << " with a limit";
+  if (*status == kLimitDidNotBite) GTEST_SKIP() << "the thread limit did not leave room for some threads only";
+  EXPECT_EQ(*status, kDone) << "1: a read failed or its bytes differ; "
+                               "-6: std::terminate (a pool destroyed with its first threads running)";
 }
 
 TEST(ParallelReaderThreads, NoReadThreadAtAllIsAnErrorThatSaysSo) {
-  const auto status = in_child_with_thread_limit([] { return rlim_t{1}; }, [] {  // the child itself, no more
+  const auto status = in_child_with_thread_limit(0, [] {
     auto reader = ParallelReader::create(eight_read_threads());
-    if (reader) return 1;
-    return reader.error()->cause.find("cannot start the read threads") == std::string::npos ? 2 : 0;
+    if (reader) return int{kLimitDidNotBite};
+    return reader.error()->cause.find("cannot start the read threads") == std::string::npos ? int{kOtherFailure}
+                                                                                            : int{kDone};
   });
   if (!status) GTEST_SKIP() << "needs root, to run a child as another user under a thread limit";
-  EXPECT_EQ(*status, 0) << "1: created without threads, 2: an error that does not say why";
+  if (*status == kSetupFailed) GTEST_SKIP() << "could not run a child as user " << kUnusedUser << " with a limit";
+  if (*status == kLimitDidNotBite) GTEST_SKIP() << "the thread limit left room for a thread";
+  EXPECT_EQ(*status, kDone) << "1: an error that does not say why the reader could not be made";
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, ParallelReaderTest, ::testing::Values(ReadEngine::kIoUring, ReadEngine::kThreads),

@@ -650,6 +650,12 @@ class LoadsWhatIsAsked(Folder):
             f.get_tensor(f.offset_keys()[0])
             self.assertGreater(len(f._ready), 0)
         self.assertEqual(f._ready, {}, "closing drops the tensors no caller took")
+        with safe_open(path, framework="pt") as f:
+            with torch.inference_mode():
+                self.assertTrue(f.get_tensor(f.keys()[0]).is_inference())  # the others made in inference mode
+            second = f.get_tensor(f.keys()[1])
+            self.assertFalse(second.is_inference(), "outside inference mode, no tensor made in it is handed out")
+            self.assertEqual(second.tolist(), [names.index(f.keys()[1])] * 3)
 
     def test_loads_of_every_tensor_populate_a_cold_file_and_loads_of_one_do_not(self):
         from rootspan import _contexts

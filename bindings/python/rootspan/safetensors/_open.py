@@ -140,12 +140,13 @@ class safe_open:
         self._views = {}
         # tensor name -> a torch tensor over its view above, all made at once (one pass, not one call a tensor)
         # by a get_tensor of the first name keys() or offset_keys() gave (the first of a loop over them, which
-        # asks for every other name next) whose call loaded all the rest, once a handle: the first get_tensor of
-        # a name hands its tensor out, later ones make their own view
+        # asks for every other name next) whose call loaded all the rest: the first get_tensor of a name hands
+        # its tensor out, later ones make their own view; and torch.is_inference_mode_enabled, to tell whether
+        # a get_tensor runs in the inference mode they were made in (else it makes its own)
         self._ready = {}
-        self._ready_made = False
+        self._ready_inference = None
         self._closed = False
-        self._first_listed = None  # the first name keys() or offset_keys() gave out: see _MAPPED_WHOLE_UP_TO
+        self._first_listed = None  # the first name with bytes keys() or offset_keys() gave: _MAPPED_WHOLE_UP_TO
         self._lock = threading.Lock()
         self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
         if _header:
@@ -181,8 +182,9 @@ class safe_open:
         return self._listed(list(self._tensors))
 
     def _listed(self, names):
-        if names:
-            self._first_listed = names[0]
+        """names, the first of them with bytes remembered (a loop over names asks for it first, or after
+        empty tensors, which load nothing): see _MAPPED_WHOLE_UP_TO."""
+        self._first_listed = next((n for n in names if self._tensors[n][3]), None)
         return names
 
     def metadata(self):
@@ -194,15 +196,17 @@ class safe_open:
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
         with self._lock:  # a close on another thread waits for this export
             ready = self._ready.pop(name, None) if isinstance(name, str) else None
-            if ready is not None:  # loaded whole, on the CPU, with torch: the usual case
+            # loaded whole, on the CPU, with torch: the usual case; made in the inference mode this call is in
+            if ready is not None and ready.is_inference() == self._ready_inference():
                 return ready
             view = self._views.get(name) if isinstance(name, str) else None
             if view is not None and self._framework == "pytorch":
                 return _tensors.tensor_of_view(view, self._by_name[name], SafetensorError)
+            loaded_whole_before = bool(self._views)
             code, shape, component = self._component(name)
-            if name == self._first_listed and self._views and not self._ready_made and self._framework == "pytorch":
-                self._ready_made = True  # the load of all the rest was this call's, for a loop over the names
-                self._ready = _ready_tensors(self._views, self._by_name, name)
+            if name == self._first_listed and self._views and not loaded_whole_before and \
+                    self._framework == "pytorch":  # this call loaded all the rest, for a loop over the names
+                self._ready, self._ready_inference = _ready_tensors(self._views, self._by_name, name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             view = self._views.get(name)
@@ -404,8 +408,10 @@ class safe_open:
 
 
 def _ready_tensors(views, by_name, asked):
-    """{name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s;
-    a tensor torch cannot make is left out, for its own get_tensor to say why."""
+    """({name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s,
+    torch.is_inference_mode_enabled); a tensor torch cannot make is left out, for its own get_tensor to say
+    why."""
+    import torch
     ready = {}
     for name, view in views.items():
         if name != asked:
@@ -413,7 +419,7 @@ def _ready_tensors(views, by_name, asked):
                 ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
             except SafetensorError:
                 pass
-    return ready
+    return ready, torch.is_inference_mode_enabled
 
 
 def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):
