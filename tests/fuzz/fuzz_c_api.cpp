@@ -1134,17 +1134,34 @@ void op_weights_load(FuzzedDataProvider &in, Harness &h) {
     default:
       break;
   }
-  rootspan_split_rule rules[2]{};
-  for (rootspan_split_rule &rule : rules) {
+  // Two rules laid out as a caller's compiler lays out the version the first
+  // one's struct_size names: that size, rounded up to the struct's alignment,
+  // apart (a newer, longer struct), where the library reads them; sizeof
+  // apart where it names a size no version has (the library refuses those
+  // after reading only the first size, or reads the array at a shorter
+  // stride, inside it). The buffer holds two rules of the longest size the
+  // library takes (1,024 bytes).
+  constexpr std::size_t kLongestRule = 1024;
+  alignas(rootspan_split_rule) std::byte rule_bytes[2 * kLongestRule + sizeof(rootspan_split_rule)]{};
+  std::size_t rule_stride = sizeof(rootspan_split_rule);
+  for (std::size_t i = 0; i < 2; ++i) {
+    rootspan_split_rule rule{};
     rule.struct_size = choose_size(in, ROOTSPAN_SPLIT_RULE_STRUCT_SIZE, sizeof rule);
     rule.pattern = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? nullptr : chosen[0];
     rule.dimension = in.ConsumeIntegralInRange<std::int32_t>(-2, 2);
+    if (i == 0 && rule.struct_size > sizeof rule && rule.struct_size <= kLongestRule) {
+      rule_stride = (rule.struct_size + alignof(rootspan_split_rule) - 1) / alignof(rootspan_split_rule) *
+                    alignof(rootspan_split_rule);
+    }
+    std::memcpy(rule_bytes + i * rule_stride, &rule, sizeof rule);
   }
+  const auto *rules = reinterpret_cast<const rootspan_split_rule *>(rule_bytes);
+  constexpr std::size_t kRuleCount = 2;
   if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
     o.world_size = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
     o.rank = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
     o.split_rules = in.ConsumeBool() ? rules : nullptr;
-    o.split_rule_count = in.ConsumeIntegralInRange<std::size_t>(0, std::size(rules));  // NULL rules with a count
+    o.split_rule_count = in.ConsumeIntegralInRange<std::size_t>(0, kRuleCount);  // NULL rules with a count
   }
   const bool size_ok =
       accepted_size(o.struct_size, ROOTSPAN_LOAD_OPTIONS_STRUCT_SIZE, alignof(rootspan_load_options), older);
