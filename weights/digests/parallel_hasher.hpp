@@ -85,7 +85,7 @@ class ParallelHasher {
  public:
   // Starts hashing at once; `threads` 0: one per core. Hashes with the threads
   // that could be started (core/masked_thread.hpp); throws std::system_error
-  // where none could.
+  // (or std::bad_alloc) where none could.
   explicit ParallelHasher(std::vector<DigestJob> jobs, unsigned threads = 0);
   ParallelHasher(const ParallelHasher &) = delete;
   ParallelHasher &operator=(const ParallelHasher &) = delete;

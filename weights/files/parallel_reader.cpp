@@ -142,7 +142,7 @@ namespace {
 // A pool of threads calling pread, one request at a time each.
 class ThreadEngine final : public ParallelReader::Engine {
  public:
-  // As many threads as could be started, at most `threads`; throws std::system_error where none could.
+  // As many threads as could be started, at most `threads`; throws where none could (start_masked_threads).
   explicit ThreadEngine(std::size_t threads) {
     start_masked_threads(workers_, threads, [this] { work(); });
   }
