@@ -19,8 +19,9 @@ Checkpoints (written once under WORK, kept between runs; --smoke writes tiny one
 Every measurement is a fresh process that loads every tensor to resident, usable memory: torch tensors for
 the Python paths (numpy arrays for Context.load), then reads one byte of every page (so mapped loaders pay
 their page faults; for the copying ones the pages are already there), and reports the load's time, the
-touch's time, and its peak resident set (ru_maxrss) beside the resident set before the load. The figure
-compared is load + touch. Rounds are interleaved: each round runs every path on every checkpoint once,
+touch's time (one C call over every tensor's range, bench/peers/touch.c, where a C compiler is found: the same
+cost for 10,000 separate tensors as for views of one mapping), and its peak resident set (ru_maxrss) beside
+the resident set before the load. The figure compared is load + touch. Rounds are interleaved: each round runs every path on every checkpoint once,
 the paths in a rotated order. Warm: the files were read just before. Cold: the page cache is dropped
 before each measurement (`sync; echo 3 > /proc/sys/vm/drop_caches`, as root), else each checkpoint file
 is evicted with posix_fadvise(DONTNEED) (the output says which). Timings are never checked: a failed path
@@ -244,14 +245,31 @@ def _merged_ranges(pairs):
     return merged
 
 
-def _touch(pairs):
-    """Reads one byte of every page of every (address, nbytes) range: mapped memory becomes resident."""
+def _toucher(touch_library):
+    """prepare(pairs) -> touch(): touch() reads one byte of every page of every (address, nbytes) range of
+    pairs, so that mapped memory becomes resident, and returns the sum of those bytes; prepare is off the clock.
+    With touch_library (touch.c, built by run.py), one C call for every range: the touch costs what the pages
+    cost. Without it (no C compiler), numpy over each run of adjacent ranges: one Python step a run, which a
+    loader of many separate small tensors pays and one of views of one mapping does not (the output says
+    which touch ran)."""
+    if touch_library:
+        touch_ranges = ctypes.CDLL(touch_library).touch_ranges
+        touch_ranges.restype = ctypes.c_uint64
+        touch_ranges.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64]
+
+        def prepare(pairs):
+            count = len(pairs)
+            addresses = (ctypes.c_uint64 * count)(*(p for p, _ in pairs))
+            lengths = (ctypes.c_uint64 * count)(*(n for _, n in pairs))
+            return lambda: touch_ranges(addresses, lengths, count, PAGE)
+        return prepare
+
     import numpy
-    total = 0
-    for ptr, n in _merged_ranges(pairs):
-        a = numpy.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(ptr))
-        total += int(a[::PAGE].sum(dtype=numpy.uint64)) + int(a[-1])
-    return total
+
+    def prepare(pairs):
+        arrays = [numpy.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(ptr)) for ptr, n in _merged_ranges(pairs)]
+        return lambda: sum(int(a[::PAGE].sum(dtype=numpy.uint64)) + int(a[-1]) for a in arrays)
+    return prepare
 
 
 def _torch_pairs(tensors):
@@ -339,9 +357,11 @@ def load_with(path_name, checkpoint, files, keep):
     return tensors
 
 
-def worker(path_name, checkpoint, files):
-    """One measurement, in this (fresh) process; prints one JSON line."""
+def worker(path_name, checkpoint, files, touch_library):
+    """One measurement, in this (fresh) process; prints one JSON line. The tensors' addresses are taken off the
+    clock: the touch's time is the pages'."""
     _import_for(path_name)
+    prepare_touch = _toucher(touch_library)
     keep = []
     base = _rss()
     start = time.perf_counter()
@@ -351,9 +371,11 @@ def worker(path_name, checkpoint, files):
         pairs = [(a.ctypes.data, a.nbytes) for a in tensors.values()]
     else:
         pairs = _torch_pairs(tensors)
-    checksum = _touch(pairs)
+    touch = prepare_touch(pairs)
+    touch_start = time.perf_counter()
+    checksum = touch()
     touched = time.perf_counter()
-    print(json.dumps({"load_s": loaded - start, "touch_s": touched - loaded, "rss_peak": _rss(), "rss_base": base,
+    print(json.dumps({"load_s": loaded - start, "touch_s": touched - touch_start, "rss_peak": _rss(), "rss_base": base,
                       "tensors": len(tensors), "bytes": sum(n for _, n in pairs), "checksum": checksum}), flush=True)
     os._exit(0)  # the measurement is taken: no teardown (same for every path)
 
@@ -454,15 +476,20 @@ def available_paths(args, env):
     return out, ok
 
 
-def build_c_load(args):
-    exe = os.path.join(args.work, "c_load")
+def build_c(args, source, flags, what):
+    """bench/peers/SOURCE compiled into WORK with the C compiler ($CC, else cc): its path, or None (said)."""
+    built = os.path.join(args.work, os.path.splitext(source)[0] + (".so" if "-shared" in flags else ""))
     cc = os.environ.get("CC", "cc")
-    r = subprocess.run([cc, "-O2", os.path.join(HERE, "c_load.c"), "-I", os.path.join(ROOT, "abi"), "-L", args.build,
-                        "-lrootspan", "-o", exe], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"C API path skipped: {cc} failed: {r.stderr.strip()[-500:]}")
+    try:
+        r = subprocess.run([cc, "-O2", os.path.join(HERE, source), *flags, "-o", built], capture_output=True,
+                           text=True)
+    except OSError as e:
+        print(f"{what}: {cc} failed: {e}")
         return None
-    return exe
+    if r.returncode != 0:
+        print(f"{what}: {cc} failed: {r.stderr.strip()[-500:]}")
+        return None
+    return built
 
 
 def evict(files, how):
@@ -520,7 +547,7 @@ def measure(args, env, path_name, ckpt):
         cmd = [args.c_load, ckpt["path"], "auto"]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", path_name, "--checkpoint", ckpt["path"],
-               "--files", os.pathsep.join(ckpt["files"])]
+               "--files", os.pathsep.join(ckpt["files"])] + (["--touch", args.touch] if args.touch else [])
     return _json_of(cmd, env, args.timeout)
 
 
@@ -558,7 +585,9 @@ def fmt_ratio(r):
 def run(args):
     env = environment(args)
     os.makedirs(args.work, exist_ok=True)
-    args.c_load = build_c_load(args)
+    args.c_load = build_c(args, "c_load.c", ["-I", os.path.join(ROOT, "abi"), "-L", args.build, "-lrootspan"],
+                          "C API path skipped")
+    args.touch = build_c(args, "touch.c", ["-shared", "-fPIC"], "numpy touch instead of touch.c")
     avail, probes = available_paths(args, env)
     paths = [p for p in (args.paths.split(",") if args.paths else PATHS) if p in PATHS]
     skipped = {p: avail[p] for p in paths if avail[p] is not None}
@@ -638,8 +667,9 @@ def render(args, ckpts, paths, skipped, results, errors, modes, how, first, prob
     lines = [f"# rootspan beside the peers ({datetime.datetime.now().isoformat(timespec='minutes')})", ""]
     lines.append(f"`{' '.join([os.path.relpath(__file__, ROOT)] + sys.argv[1:])}`; Python {platform.python_version()}"
                  f", {os.cpu_count()} CPUs; {args.rounds} interleaved round(s); each load a fresh process to resident "
-                 "tensors (one byte of every page read); time = load + touch (the CLI: the process's wall time, "
-                 "--populate).")
+                 "tensors (one byte of every page read, "
+                 + ("in one C call for all ranges" if args.touch else "by numpy, one step a run of adjacent ranges")
+                 + "); time = load + touch (the CLI: the process's wall time, --populate).")
     try:
         import importlib.metadata as md
         vers = []
@@ -755,9 +785,10 @@ def main():
     parser.add_argument("--in-process", help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
+    parser.add_argument("--touch", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(base(args.worker), args.checkpoint, args.files.split(os.pathsep))
+        return worker(base(args.worker), args.checkpoint, args.files.split(os.pathsep), args.touch)
     if args.first:
         return first_tensor_worker(args.first, args.checkpoint)
     if args.in_process:
