@@ -316,11 +316,7 @@ std::vector<TensorRef> Checkpoint::tensors_by_name() const {
   for (const Shard &shard : shards_) {
     for (const TensorInfo &tensor : shard.tensors.tensors()) tensors.push_back({&shard, &tensor});
   }
-  // Tensors that lie in name order already (writers often sort them) are checked in one pass, not sorted
-  // again: thousands of names that share long prefixes.
-  if (!std::is_sorted(tensors.begin(), tensors.end(), in_name_order)) {
-    std::sort(tensors.begin(), tensors.end(), in_name_order);
-  }
+  sort_in_name_order(tensors);
   return tensors;
 }
 

@@ -72,7 +72,7 @@ std::optional<ComponentSchema> select_default_components(const Checkpoint &check
     }
   }
   if (std::find(used.begin(), used.end(), false) != used.end()) return std::nullopt;
-  std::sort(kept.begin(), kept.end(), in_name_order);
+  sort_in_name_order(kept);
   ComponentSchema schema;
   schema.schema_version = kDefaultSchemaVersion;
   schema.components.reserve(kept.size());
