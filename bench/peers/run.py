@@ -492,6 +492,19 @@ def build_c(args, source, flags, what):
     return built
 
 
+def before_note(args):
+    """What the output must say about the [before] paths, or None: a --before-library whose folder holds no
+    compiled module (bindings/python/_describe*, which a build makes beside its library) sends the binding
+    it loads to ctypes, a slower path than that build's own (rootspan/_compiled.py)."""
+    if not args.before or not args.before_library:
+        return None
+    folder = os.path.join(os.path.dirname(os.path.abspath(args.before_library)), "bindings", "python")
+    if os.path.isdir(folder) and any(n.startswith("_describe") for n in os.listdir(folder)):
+        return None
+    return (f"no compiled module in {folder}: the [before] paths describe components through ctypes, slower "
+            "than that build would; copy the library and its build's bindings/python/_describe* together")
+
+
 def evict(files, how):
     if how == "drop_caches":
         subprocess.run(["sync"], check=True)
@@ -596,6 +609,9 @@ def run(args):
         paths += [p + BEFORE for p in paths if p in args.before_paths.split(",")]
     for p, why in skipped.items():
         print(f"skipped: {p}: {why}")
+    args.before_note = before_note(args)
+    if args.before_note:
+        print("note: " + args.before_note)
     ckpts = ensure_checkpoints(args)
     loads = {k: v for k, v in ckpts.items() if k in ("llama", "moe", "many")}
     modes = ["warm"] + ([] if args.no_cold else ["cold"])
@@ -686,6 +702,8 @@ def render(args, ckpts, paths, skipped, results, errors, modes, how, first, prob
                      + (f", then {args.cold_settle:g} s of waiting." if args.cold_settle else "."))
     if skipped:
         lines.append("Skipped: " + "; ".join(f"{p} ({why})" for p, why in skipped.items()) + ".")
+    if args.before_note:
+        lines.append("Note: " + args.before_note + ".")
     lines.append("")
     lines.append("| checkpoint | files | tensors | bytes |")
     lines.append("|---|---|---|---|")
