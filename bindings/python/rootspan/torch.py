@@ -24,7 +24,7 @@ import torch
 import torch.utils.dlpack
 
 from . import _contexts, _tensors
-from .weights import map_file_views, map_leases
+from .weights import hand_over_leased, map_file_views, map_leases
 # What a type this torch lacks raises, as it always has here: the drop-in's public error class.
 from .safetensors import SafetensorError as _TypeRefused
 
@@ -189,14 +189,15 @@ def in_file_order(weights, target, error=_TypeRefused):
     views = map_file_views(ordered) if target.type == "cpu" else {}
     own = [at for at in range(len(ordered)) if at not in views]
     leases = dict(zip(own, map_leases([ordered[at] for at in own])))
+    hand_over_leased([ordered[at] for at in leases], leases.values())  # each back once the consumer drops it
     for at, component in enumerate(ordered):
         view = views.pop(at, None)
         if view is not None:  # its file's memory goes back when the file's last tensor goes
             tensor = _tensors.tensor_of_view(view, component, error)
         else:
             tensor = _tensors.to_device(_tensors.tensor_of(component, error), target, component)
-            leases.pop(at, None)  # the tensor holds its lease now
-            component._hand_over()  # back as soon as the consumer drops the tensor
+            if leases.pop(at, None) is None:  # the tensor holds its lease now; handed over above if mapped there
+                component._hand_over()  # back as soon as the consumer drops the tensor
         yield component.source_name, tensor
 
 
@@ -209,14 +210,16 @@ def _selected_tensors(weights, entries, patterns, device):
     components = list(weights.values())
     by_name = {c.source_name: at for at, c in enumerate(components)}
     leases = map_leases(components)  # every tensor's memory mapped in one call
+    hand_over_leased(components, leases)  # each back as soon as the consumer drops its tensor
     for entry in entries:
         name = entry["name"]
         at = by_name.get(name)
         if at is not None:
             component = components[at]
             tensor = _tensors.to_device(tensor_of(component), device, component)
+            if leases[at] is None:  # not mapped above, so not handed over yet
+                component._hand_over()
             leases[at] = None  # the tensor holds its lease now
-            component._hand_over()
         elif entry.get("bytes") == 0 and (patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)):
             tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
         else:

@@ -423,6 +423,37 @@ class Lifetime(Base):
         del earlier
         weights.close()
 
+    def test_leased_components_handed_over_at_once_go_back_with_their_tensors(self):
+        """rootspan.weights.hand_over_leased (how the loaders give up every copied tensor of a load in one pass):
+        a component whose lease map_leases made goes back when its tensor goes, not before, while the weights
+        stay open; one without such a lease is left to be handed over on its own."""
+        from rootspan import _tensors
+        from rootspan.weights import hand_over_leased, map_leases
+        weights = self.ctx.load(EXAMPLE, strategy="read")
+        components = list(weights.values())
+        earlier = components[1].numpy()  # leased alone, before: map_leases gives it none
+        leases = map_leases(components)
+        hand_over_leased(components, leases)
+        state = weights._wstate
+        self.assertFalse(state.given_up[1], "a component without a lease from map_leases is not given up")
+        self.assertTrue(all(state.given_up[i] for i in range(len(components)) if i != 1))
+        self.assertFalse(any(state.released), "the leases still claim every component")
+        first = _tensors.tensor_of(components[0])
+        del leases
+        gc.collect()
+        self.assertFalse(state.released[0], "the tensor holds component 0")
+        self.assertTrue(all(state.released[i] for i in range(2, len(components))),
+                        "the leases no tensor took went, and their components with them, the weights still open")
+        del first
+        gc.collect()
+        self.assertTrue(state.released[0], "the tensor dropped: component 0 went back")
+        self.assertFalse(state.released[1], "component 1 was never given up: its array's lease is not the end")
+        del earlier
+        gc.collect()
+        self.assertFalse(state.released[1], "not given up: it stays until the weights close")
+        weights.close()
+        self.assertTrue(all(state.released))
+
     def test_consumer_outlives_the_weights_object(self):
         tensors = checkpoint_tensors(EXAMPLE)
         weights = self.ctx.load(EXAMPLE)
