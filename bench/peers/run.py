@@ -495,11 +495,15 @@ def build_c(args, source, flags, what):
 def before_note(args):
     """What the output must say about the [before] paths, or None: a --before-library whose folder holds no
     compiled module (bindings/python/_describe*, which a build makes beside its library) sends the binding
-    it loads to ctypes, a slower path than that build's own (rootspan/_compiled.py)."""
+    it loads to ctypes, a slower path than that build's own (rootspan/_compiled.py), unless --before is an
+    installed package with the module inside."""
     if not args.before or not args.before_library:
         return None
-    folder = os.path.join(os.path.dirname(os.path.abspath(args.before_library)), "bindings", "python")
-    if os.path.isdir(folder) and any(n.startswith("_describe") for n in os.listdir(folder)):
+    folder = os.path.join(os.path.dirname(args.before_library), "bindings", "python")
+    installed = os.path.join(args.before, "rootspan")  # an installed package holds its own
+    import importlib.machinery
+    if any(os.path.isfile(os.path.join(f, "_describe" + suffix))
+           for f in (folder, installed) for suffix in importlib.machinery.EXTENSION_SUFFIXES):
         return None
     return (f"no compiled module in {folder}: the [before] paths describe components through ctypes, slower "
             "than that build would; copy the library and its build's bindings/python/_describe* together")
@@ -813,6 +817,8 @@ def main():
         return in_process_worker(args.in_process.split(","), args.checkpoint, args.files.split(os.pathsep),
                                  args.rounds)
     args.build = os.path.abspath(args.build)
+    if args.before_library:  # the binding finds its compiled module beside an absolute library path only
+        args.before_library = os.path.abspath(args.before_library)
     if args.work is None:
         import tempfile
         args.work = "/work/benchdata/peers" if os.path.isdir("/work") else os.path.join(tempfile.gettempdir(),

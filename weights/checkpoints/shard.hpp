@@ -53,7 +53,7 @@ struct TensorRef {
 };
 
 // Name order, the order of a default schema's components (byte-wise). An
-// object, not a function, so that std::sort inlines it: a load of 10,000
+// object, not a function, so that a sort inlines it: a load of 10,000
 // tensors in another order compares names some 140,000 times.
 inline constexpr struct InNameOrder {
   bool operator()(const TensorRef &a, const TensorRef &b) const { return a.tensor->name < b.tensor->name; }
