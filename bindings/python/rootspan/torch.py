@@ -24,7 +24,7 @@ import torch
 import torch.utils.dlpack
 
 from . import _contexts, _tensors
-from .weights import hand_over_leased, map_file_views, map_leases
+from .weights import map_file_views, map_leases
 # What a type this torch lacks raises, as it always has here: the drop-in's public error class.
 from .safetensors import SafetensorError as _TypeRefused
 
@@ -188,8 +188,8 @@ def in_file_order(weights, target, error=_TypeRefused):
     ordered = sorted(weights._components, key=_file_order)
     views = map_file_views(ordered) if target.type == "cpu" else {}
     own = [at for at in range(len(ordered)) if at not in views]
-    leases = dict(zip(own, map_leases([ordered[at] for at in own])))
-    hand_over_leased([ordered[at] for at in leases], leases.values())  # each back once the consumer drops it
+    # each handed over: back once the consumer drops its tensor
+    leases = dict(zip(own, map_leases([ordered[at] for at in own], hand_over=True)))
     for at, component in enumerate(ordered):
         view = views.pop(at, None)
         if view is not None:  # its file's memory goes back when the file's last tensor goes
@@ -209,8 +209,8 @@ def _selected_tensors(weights, entries, patterns, device):
     import fnmatch
     components = list(weights.values())
     by_name = {c.source_name: at for at, c in enumerate(components)}
-    leases = map_leases(components)  # every tensor's memory mapped in one call
-    hand_over_leased(components, leases)  # each back as soon as the consumer drops its tensor
+    # every tensor's memory mapped in one call, each handed over: back as soon as the consumer drops its tensor
+    leases = map_leases(components, hand_over=True)
     for entry in entries:
         name = entry["name"]
         at = by_name.get(name)

@@ -190,36 +190,23 @@ def _file_name(raw):
     return found
 
 
-def map_leases(components):
+def map_leases(components, hand_over=False):
     """The leases of many components made at once, before their tensors are: one C call for each run of
     consecutive indices of one load (rootspan_weights_map_components), where each component alone takes four.
     Returns a list aligned with `components` that holds each lease until the caller has made that
     component's tensor (its _export_lease() then finds the lease); a caller handing tensors out one by one
     sets each entry to None as it goes, so that a dropped tensor's memory still goes back at once. None where
     a component had a lease already, was released, or its run could not be mapped: its _export_lease() makes
-    one alone, as ever, and raises what is wrong with it."""
+    one alone, as ever, and raises what is wrong with it.
+    hand_over: each component leased here is also handed over (Component._hand_over) in the same pass, for a
+    caller that keeps only its tensors: none goes back now, since its lease claims it; each goes back when
+    that lease goes, that is when the tensor made under it goes. A component without a lease here is the
+    caller's to hand over after its tensor is made."""
     with _memory.gc_paused():  # thousands of claims and leases at once: see _memory.gc_paused
-        return _map_leases(components)
+        return _map_leases(components, hand_over)
 
 
-def hand_over_leased(components, leases):
-    """Component._hand_over for each of components whose entry of leases (map_leases' answer for them) holds a
-    lease, in one pass instead of a call each (thousands of copied tensors): none goes back now, since its lease
-    claims it; each goes back when that lease goes, that is when the tensor made under it goes. Those entries
-    are the caller's to drop once each tensor holds its lease; a component without one is handed over after its
-    tensor is made, one by one, as ever."""
-    loads = {}  # id(weights state) -> (state, [index])
-    for c, lease in zip(components, leases):
-        if lease is not None:
-            loads.setdefault(id(c._wstate), (c._wstate, []))[1].append(c.index)
-    for wstate, indices in loads.values():
-        with wstate.context_state.lock:
-            given_up = wstate.given_up
-            for index in indices:
-                given_up[index] = True
-
-
-def _map_leases(components):
+def _map_leases(components, hand_over):
     leases = [None] * len(components)
     loads = {}  # id(weights state) -> (state, [(index, position)])
     for at, c in enumerate(components):
@@ -236,6 +223,8 @@ def _map_leases(components):
                                            own_claim=True, address=data, nbytes=nbytes)
                     components[at]._lease = weakref.ref(lease)
                     leases[at] = lease
+                    if hand_over:
+                        wstate.given_up[index] = True
     return leases
 
 

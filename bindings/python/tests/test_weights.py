@@ -424,17 +424,20 @@ class Lifetime(Base):
         weights.close()
 
     def test_leased_components_handed_over_at_once_go_back_with_their_tensors(self):
-        """rootspan.weights.hand_over_leased (how the loaders give up every copied tensor of a load in one pass):
-        a component whose lease map_leases made goes back when its tensor goes, not before, while the weights
+        """rootspan.weights.map_leases(hand_over=True) (how the loaders give up every copied tensor of a load in
+        one pass): a component whose lease it made goes back when its tensor goes, not before, while the weights
         stay open; one without such a lease is left to be handed over on its own."""
         from rootspan import _tensors
-        from rootspan.weights import hand_over_leased, map_leases
+        from rootspan.weights import map_leases
         weights = self.ctx.load(EXAMPLE, strategy="read")
         components = list(weights.values())
         earlier = components[1].numpy()  # leased alone, before: map_leases gives it none
-        leases = map_leases(components)
-        hand_over_leased(components, leases)
         state = weights._wstate
+        kept = map_leases(components[2:])  # without hand_over: leased, none given up
+        self.assertFalse(any(state.given_up), "map_leases alone hands nothing over")
+        del kept
+        gc.collect()
+        leases = map_leases(components, hand_over=True)
         self.assertFalse(state.given_up[1], "a component without a lease from map_leases is not given up")
         self.assertTrue(all(state.given_up[i] for i in range(len(components)) if i != 1))
         self.assertFalse(any(state.released), "the leases still claim every component")
