@@ -141,10 +141,11 @@ class safe_open:
         # tensor name -> a torch tensor over its view above, all made at once (one pass, not one call a tensor)
         # by a get_tensor of the first name keys() or offset_keys() gave (the first of a loop over them, which
         # asks for every other name next) whose call loaded all the rest: the first get_tensor of a name hands
-        # its tensor out, later ones make their own view; and torch.is_inference_mode_enabled, to tell whether
-        # a get_tensor runs in the inference mode they were made in (else it makes its own)
+        # its tensor out, later ones make their own view; torch.is_inference_mode_enabled, and whether they
+        # were made in the inference mode, to tell whether a get_tensor runs in the mode they were made in (else
+        # it makes its own)
         self._ready = {}
-        self._ready_inference = None
+        self._inference_mode = self._ready_in_inference_mode = None
         self._closed = False
         self._first_listed = None  # the first name with bytes keys() or offset_keys() gave: _MAPPED_WHOLE_UP_TO
         self._lock = threading.Lock()
@@ -197,7 +198,7 @@ class safe_open:
         with self._lock:  # a close on another thread waits for this export
             ready = self._ready.pop(name, None) if isinstance(name, str) else None
             # loaded whole, on the CPU, with torch: the usual case; made in the inference mode this call is in
-            if ready is not None and ready.is_inference() == self._ready_inference():
+            if ready is not None and self._inference_mode() == self._ready_in_inference_mode:
                 return ready
             view = self._views.get(name) if isinstance(name, str) else None
             if view is not None and self._framework == "pytorch":
@@ -206,7 +207,8 @@ class safe_open:
             code, shape, component = self._component(name)
             if name == self._first_listed and self._views and not loaded_whole_before and \
                     self._framework == "pytorch":  # this call loaded all the rest, for a loop over the names
-                self._ready, self._ready_inference = _ready_tensors(self._views, self._by_name, name)
+                self._ready, self._inference_mode, self._ready_in_inference_mode = \
+                    _ready_tensors(self._views, self._by_name, name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             view = self._views.get(name)
@@ -409,8 +411,8 @@ class safe_open:
 
 def _ready_tensors(views, by_name, asked):
     """({name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s,
-    torch.is_inference_mode_enabled); a tensor torch cannot make is left out, for its own get_tensor to say
-    why."""
+    torch.is_inference_mode_enabled, whether they were made in the inference mode); a tensor torch cannot make
+    is left out, for its own get_tensor to say why."""
     import torch
     ready = {}
     for name, view in views.items():
@@ -419,7 +421,7 @@ def _ready_tensors(views, by_name, asked):
                 ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
             except SafetensorError:
                 pass
-    return ready, torch.is_inference_mode_enabled
+    return ready, torch.is_inference_mode_enabled, torch.is_inference_mode_enabled()
 
 
 def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):
