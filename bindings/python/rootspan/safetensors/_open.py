@@ -415,12 +415,13 @@ def _ready_tensors(views, by_name, asked):
     is left out, for its own get_tensor to say why."""
     import torch
     ready = {}
-    for name, view in views.items():
-        if name != asked:
-            try:
-                ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
-            except SafetensorError:
-                pass
+    with _memory.gc_paused():  # a tensor per name, thousands at once: see _memory.gc_paused
+        for name, view in views.items():
+            if name != asked:
+                try:
+                    ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
+                except SafetensorError:
+                    pass
     return ready, torch.is_inference_mode_enabled, torch.is_inference_mode_enabled()
 
 
