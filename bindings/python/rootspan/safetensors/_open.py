@@ -154,15 +154,17 @@ class safe_open:
             self._read_header()
 
     def _read_header(self):
-        try:
-            description = describe_safetensors_file(self._path)
-        except _core_errors.Error as e:
-            if e.name == "InvalidCheckpoint":
-                raise from_core(e) from e
-            raise SafetensorError(f"Error while deserializing header: {e}") from e
-        self._metadata = description["metadata"]
-        # name -> (dtype code, shape, absolute offset, bytes), in file order
-        with _memory.gc_paused():  # a tuple per tensor, thousands at once: see _memory.gc_paused
+        # the description's lists, then a tuple per tensor, thousands at once: one collector pass after both (see
+        # _memory.gc_paused)
+        with _memory.gc_paused():
+            try:
+                description = describe_safetensors_file(self._path)
+            except _core_errors.Error as e:
+                if e.name == "InvalidCheckpoint":
+                    raise from_core(e) from e
+                raise SafetensorError(f"Error while deserializing header: {e}") from e
+            self._metadata = description["metadata"]
+            # name -> (dtype code, shape, absolute offset, bytes), in file order
             self._tensors = {t[0]: tuple(t[1:]) for t in description["tensors"]}
         self._loaded_tensors = sum(1 for t in self._tensors.values() if t[3])  # the core loads no empty tensor
 
@@ -204,11 +206,12 @@ class safe_open:
             if view is not None and self._framework == "pytorch":
                 return _tensors.tensor_of_view(view, self._by_name[name], SafetensorError)
             loaded_whole_before = bool(self._views)
-            code, shape, component = self._component(name)
-            if name == self._first_listed and self._views and not loaded_whole_before and \
-                    self._framework == "pytorch":  # this call loaded all the rest, for a loop over the names
-                self._ready, self._inference_mode, self._ready_in_inference_mode = \
-                    _ready_tensors(self._views, self._by_name, name)
+            with _memory.gc_paused():  # a load of all the rest, then their tensors: one collector pass after both
+                code, shape, component = self._component(name)
+                if name == self._first_listed and self._views and not loaded_whole_before and \
+                        self._framework == "pytorch":  # this call loaded all the rest, for a loop over the names
+                    self._ready, self._inference_mode, self._ready_in_inference_mode = \
+                        _ready_tensors(self._views, self._by_name, name)
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             view = self._views.get(name)
@@ -410,18 +413,18 @@ class safe_open:
 
 
 def _ready_tensors(views, by_name, asked):
-    """({name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s,
+    """(called with the collector paused: thousands of tensors, see _memory.gc_paused)
+    ({name: torch tensor} over each of views (tensor name -> its bytes in the file's mapping) but `asked`'s,
     torch.is_inference_mode_enabled, whether they were made in the inference mode); a tensor torch cannot make
     is left out, for its own get_tensor to say why."""
     import torch
     ready = {}
-    with _memory.gc_paused():  # a tensor per name, thousands at once: see _memory.gc_paused
-        for name, view in views.items():
-            if name != asked:
-                try:
-                    ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
-                except SafetensorError:
-                    pass
+    for name, view in views.items():
+        if name != asked:
+            try:
+                ready[name] = _tensors.tensor_of_view(view, by_name[name], SafetensorError)
+            except SafetensorError:
+                pass
     return ready, torch.is_inference_mode_enabled, torch.is_inference_mode_enabled()
 
 
