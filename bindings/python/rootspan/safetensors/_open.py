@@ -243,7 +243,10 @@ class safe_open:
         alone: an empty tensor (which the core does not load: made from the header), another device, or an
         error, which the header read then words as the reference does."""
         if self._framework == "pytorch" and self._device == "cpu" and not self._by_name:
-            found = self._load_in_file_order()
+            # the load's components, then their tensors, then the load closed: one collector pass, after the
+            # components are gone, over the tensors alone
+            with _memory.gc_paused():
+                found = self._load_in_file_order()
             if found is not None:
                 return found
         if self._tensors is None:
@@ -253,27 +256,27 @@ class safe_open:
     def _load_in_file_order(self):
         """Every tensor, by name, in file order, from one load (rootspan.torch's in_file_order), the header
         read only for a file with empty tensors; None where the load failed or its tensors are not all in
-        place (the header is then read, and the tensors loaded one handle's way)."""
+        place (the header is then read, and the tensors loaded one handle's way). Called with the collector
+        paused (_load_file)."""
         import torch
         from rootspan import torch as rootspan_torch
-        with _memory.gc_paused():  # the load's components, then their tensors: one collector pass after both
-            try:
-                weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy,
-                                                populate_when_cold=True)
-            except _core_errors.Error:
+        try:
+            weights = _contexts.host().load(self._path, provider="host", strategy=self._strategy,
+                                            populate_when_cold=True)
+        except _core_errors.Error:
+            return None
+        try:
+            if not rootspan_torch.in_file_order_applies(weights, empty_tensors_apart=True):
                 return None
-            try:
-                if not rootspan_torch.in_file_order_applies(weights, empty_tensors_apart=True):
-                    return None
-                found = dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
-                if not weights.skipped:
-                    return found
-                if self._tensors is None:  # the empty tensors are only in the header
-                    self._read_header()
-                return {name: self._in_place(found, name, code, shape, nbytes)
-                        for name, (code, shape, _, nbytes) in self._tensors.items()}
-            finally:
-                weights.close()
+            found = dict(rootspan_torch.in_file_order(weights, torch.device("cpu"), SafetensorError))
+            if not weights.skipped:
+                return found
+            if self._tensors is None:  # the empty tensors are only in the header
+                self._read_header()
+            return {name: self._in_place(found, name, code, shape, nbytes)
+                    for name, (code, shape, _, nbytes) in self._tensors.items()}
+        finally:
+            weights.close()
 
     def _in_place(self, found, name, code, shape, nbytes):
         """The tensor `name` of the header (code, shape, nbytes) from what in_file_order found, or, empty,
