@@ -119,5 +119,44 @@ TEST(WarmMapping, WhatFitsIsReadInWhole) {
   ::close(fd);
 }
 
+TEST(WarmMapping, PagesRangesShareAreWeighedAndReadOnce) {
+  // Four pages of file under five ranges given out of order: two share page 1,
+  // two share page 2, one repeats another. The pages are weighed once each, so
+  // four pages of memory are enough and three are not; and all four are read.
+  TempDir dir;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const fs::path path = dir.write("shared.bin", std::string(4 * page, 'x'));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  void *data = ::mmap(nullptr, 4 * page, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(data, MAP_FAILED);
+  const auto *bytes = static_cast<const std::byte *>(data);
+  const std::vector<std::span<const std::byte>> ranges = {{bytes + 2 * page + page / 2, page + page / 2},
+                                                          {bytes, page + page / 2},
+                                                          {bytes + page + page / 2, page},
+                                                          {bytes, page + page / 2},
+                                                          {bytes + 3 * page, 10}};
+  WarmLimits limits;
+  limits.available = 3 * page;
+  auto refused = warm_mapped_ranges(ranges, limits, "load_component");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error()->code, ROOTSPAN_ERR_OUT_OF_MEMORY);
+  ASSERT_TRUE(refused.error()->values);
+  EXPECT_EQ(refused.error()->values->first, 3 * page);
+  EXPECT_EQ(refused.error()->values->second, 4 * page) << "each page weighed once";
+  limits.available = 4 * page;
+  auto warmed = warm_mapped_ranges(ranges, limits, "load_component");
+  ASSERT_TRUE(warmed) << warmed.error()->cause;
+  // Each page counted once, unless the kernel lacks MADV_POPULATE_READ (readahead alone: 0).
+  EXPECT_TRUE(warmed.value() == 4 * page || warmed.value() == 0) << warmed.value();
+  if (warmed.value() != 0) {
+    std::vector<unsigned char> resident(4);
+    ASSERT_EQ(::mincore(data, 4 * page, resident.data()), 0);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(resident[i] & 1, 1) << "page " << i;
+  }
+  ::munmap(data, 4 * page);
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace rootspan::testing

@@ -30,16 +30,35 @@ struct PageRange {
   std::uintptr_t end;
 };
 
-// Whole pages covering each range (a mapping's pages are the file's), in chunks.
+// The whole pages covering the ranges, each page once and in address order,
+// in chunks: ranges that share or touch pages are merged first, so that a
+// checkpoint of thousands of small tensors side by side in one mapping is
+// read in large requests, not one small request a tensor, and a page two
+// tensors share is neither read nor counted twice. Mappings the kernel placed
+// back to back merge too; madvise spans adjacent mappings.
 std::vector<PageRange> chunks_of(const std::vector<std::span<const std::byte>> &ranges) {
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  std::vector<PageRange> chunks;
+  std::vector<PageRange> pages;
+  pages.reserve(ranges.size());
   for (const auto &range : ranges) {
     if (range.empty()) continue;
     const auto begin = reinterpret_cast<std::uintptr_t>(range.data()) & ~(page - 1);
     const auto end = (reinterpret_cast<std::uintptr_t>(range.data()) + range.size() + page - 1) & ~(page - 1);
-    for (std::uintptr_t at = begin; at < end; at += kChunk)
-      chunks.push_back({at, std::min<std::uintptr_t>(end, at + kChunk)});
+    pages.push_back({begin, end});
+  }
+  std::sort(pages.begin(), pages.end(), [](const PageRange &a, const PageRange &b) { return a.begin < b.begin; });
+  std::vector<PageRange> merged;
+  for (const PageRange &range : pages) {
+    if (!merged.empty() && range.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, range.end);
+    } else {
+      merged.push_back(range);
+    }
+  }
+  std::vector<PageRange> chunks;
+  for (const PageRange &range : merged) {
+    for (std::uintptr_t at = range.begin; at < range.end; at += kChunk)
+      chunks.push_back({at, std::min<std::uintptr_t>(range.end, at + kChunk)});
   }
   return chunks;
 }

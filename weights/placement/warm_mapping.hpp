@@ -39,7 +39,7 @@ struct WarmLimits {
   std::chrono::milliseconds poll_interval{50};
 };
 
-// Returns the bytes populated (whole pages within the ranges). Fails with
+// Returns the bytes populated (the whole pages covering the ranges, each page once). Fails with
 // ROOTSPAN_ERR_OUT_OF_MEMORY (operation `operation`), reading nothing, when
 // the pages exceed limits.available, naming both; with poll's error when it
 // stops the warming (the pages read so far stay read). `threads` workers
