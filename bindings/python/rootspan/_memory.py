@@ -69,9 +69,7 @@ class _Lease:
             state.leases -= 1
             if state.handle is not None:  # a destroyed context already released everything
                 state.lib.rootspan_unmap(mapping)
-                if self.own_claim:
-                    self.claim._release_quietly()
-                self.claim._after_release()
+                self.claim._lease_ended(self.own_claim)
 
     def __del__(self):
         try:

@@ -65,10 +65,10 @@ class _ContextState:
             raise ValueError(f"{operation}: the context is closed")
 
     def after_release(self, owner=None, index=None):
-        """A claim or mapping went: release the component of loaded weights (owner, index) it was on once
-        that component is given up, and finish a close that was waiting for it."""
+        """(holding the lock) A claim or mapping went: release the component of loaded weights (owner, index)
+        it was on once that component is given up, and finish a close that was waiting for it."""
         if owner is not None and owner.given_up[index]:
-            owner.release_one(index)
+            owner._release(index)
         if self.closing and self.leases == 0:
             self.destroy()
 

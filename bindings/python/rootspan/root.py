@@ -341,6 +341,13 @@ class Claim:
                     self._handle = None
                     self._after_release()
 
+    def _lease_ended(self, own_claim):
+        """(holding the context's lock) A lease over this claim was unmapped: the claim goes too when the
+        lease owned it (an export's)."""
+        if own_claim:
+            self._release_quietly()
+        self._after_release()
+
     def __enter__(self):
         return self
 

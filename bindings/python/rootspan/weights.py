@@ -57,7 +57,7 @@ class _WeightsState:
 
     def release_unused(self):
         """Releases every root nothing claims, and frees the handle once all are released. Quiet: a root
-        still in use (Busy) is released when its last consumer lets go (release_one)."""
+        still in use (Busy) is released when its last consumer lets go (the context state's after_release)."""
         with self.context_state.lock:
             # Only the roots not released and not exported are tried (the others make no library call): a load
             # handed out as views of its files (map_file_views) has every component exported, and 10,000 calls
@@ -69,13 +69,8 @@ class _WeightsState:
                 if not self._release(index):
                     break
 
-    def release_one(self, index):
-        """The last consumer of component index let go: release its root (and the handle after the last)."""
-        with self.context_state.lock:
-            self._release(index)
-
     def release_given_up(self, indices):
-        """release_one for each given-up component of indices, whose consumers let go together (a file lease's).
+        """Releases each given-up component of indices (_release), whose consumers let go together (a file lease's).
         Where every component is given up and none is exported any more, the handle is freed in one call, which
         releases every root, instead of one call a root (a load of 10,000 tensors dropped: issue 33); a root
         still claimed by hand makes that call refuse, and then they go one by one, as ever."""
@@ -441,17 +436,16 @@ class _ExportClaim:
             raise ValueError(f"{operation}: the claim was released")
         return self._handle
 
-    def _release_quietly(self):
-        with self._state.lock:
-            if self._handle is not None and self._state.handle is not None:
-                if self._state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
-                    self._handle = None
-
-    def _after_release(self):
-        """The lease went (with this claim): the component goes back too if it was given up."""
-        with self._state.lock:
-            self._wstate.exported[self._index] = False
-            self._state.after_release(self._wstate, self._index)
+    def _lease_ended(self, own_claim=True):
+        """(holding the context's lock) The lease over this claim was unmapped, or never made: the claim goes
+        (a lease owns its export claim), and the component with it if it was given up. One call that takes
+        the lock no second time: each of thousands of dropped tensors ends this way."""
+        state = self._state
+        if own_claim and self._handle is not None and state.handle is not None and \
+                state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
+            self._handle = None
+        self._wstate.exported[self._index] = False
+        state.after_release(self._wstate, self._index)
 
 
 class Component(_Exportable):
@@ -538,8 +532,7 @@ class Component(_Exportable):
                 errors.check(lib, lib.rootspan_map_write if writable else lib.rootspan_map_read, out.value,
                              self._map_code, 0, self.nbytes, ctypes.byref(mapping))
             except BaseException:
-                claim._release_quietly()
-                claim._after_release()
+                claim._lease_ended()
                 raise
             lease = _memory._Lease(state, claim, mapping.value, own_claim=True)
             self._lease = weakref.ref(lease)
