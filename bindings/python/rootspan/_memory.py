@@ -45,6 +45,8 @@ def gc_paused():
 
 class _Lease:
     """One live mapping of a claim; unmapped when the lease is garbage or released."""
+    # slots: a load of thousands of copied tensors makes one lease each (and components keep weak references)
+    __slots__ = ("state", "claim", "offset", "mapping", "own_claim", "address", "nbytes", "__weakref__")
 
     def __init__(self, state, claim, mapping, own_claim, offset=0, address=None, nbytes=None):
         self.state = state  # the context's state (library, lock, open/closed)
