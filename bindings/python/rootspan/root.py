@@ -37,6 +37,7 @@ def _span(value):
 
 class _Exportable:
     """numpy() and DLPack for objects whose memory is one host range (roots, mappings, components)."""
+    __slots__ = ()  # no instance dict of its own: a subclass with slots (Component) has none at all
 
     def _export_layout(self):
         """(dtype name, shape, read-only) of the exported tensor."""

@@ -459,6 +459,12 @@ class Component(_Exportable):
     the GGUF tensor it is, or None: with the raw blocks, what an engine's GGUF
     loader wants (vLLM's qweight_type); format_id ("gguf.q8_0") names it."""
 
+    # slots: a load makes one a tensor, thousands at once
+    __slots__ = ("id", "source_name", "_root_handle", "nbytes", "segments", "zero_copy", "read_only", "format_id",
+                 "values_per_block", "bytes_per_block", "shape", "source_file", "source_offset", "source_contiguous",
+                 "_wstate", "index", "_context", "_root", "_lease", "dtype", "_map_code", "numpy_dtype", "role",
+                 "encoding", "gguf_type")
+
     def __init__(self, weights, index, values):
         """values: the component's rootspan_component_info as a tuple (_component_values)."""
         (self.id, self.source_name, self._root_handle, self.nbytes, self.segments, self.zero_copy, self.read_only,
