@@ -33,7 +33,8 @@ if not dist.is_available() or not dist.is_gloo_available():
 
 import rootspan
 import rootspan.torch
-from test_tensor_parallel import BLOCK_BYTES, TENSORS, free_port, full_tensor, tensor_bytes, write_checkpoint
+from test_tensor_parallel import (BLOCK_BYTES, TENSORS, free_port, full_tensor, ranked, tensor_bytes,
+                                  write_checkpoint)
 
 PLAN = {"embed": Shard(0), "o_proj": Shard(1), "qw": Shard(1), "norm": Replicate()}
 
@@ -77,7 +78,7 @@ def _digest(tensor):
 
 def run_world(world, path, schema, plan):
     with tempfile.TemporaryDirectory(prefix="rootspan-dtensor-out-") as out:
-        mp.spawn(worker, args=(world, free_port(), path, schema, plan, out), nprocs=world, join=True)
+        mp.spawn(ranked, args=(worker, world, free_port(), path, schema, plan, out), nprocs=world, join=True)
         reports = []
         for rank in range(world):
             with open(os.path.join(out, f"rank{rank}.json")) as f:

@@ -8,6 +8,7 @@ schema) with rootspan.torch; all_gather rebuilds every component, which must
 equal the single-process full load and the bytes written, byte for byte; and
 each rank's bytes read must be within one row per split component of
 total / world (plus the replicated norm)."""
+import gc
 import json
 import os
 import socket
@@ -140,6 +141,21 @@ def worker(rank, world, port, folder, schema, out):
         dist.destroy_process_group()
 
 
+def ranked(rank, worker, *args):
+    """Runs worker(rank, *args) in a rank's process (mp.spawn's function), then, once the worker's objects
+    are gone (its tensors and the rootspan memory under them released, as ever), ends the process before
+    Python's finalization. torch's gloo thread can still be destroying the last collective's work then,
+    which drops the Python objects of that collective's tensors: it takes the GIL while the interpreter
+    finalizes, is ended mid-unwind, and the rank dies of SIGABRT ("terminate called without an active
+    exception"; seen in a core dump, about one run in ten of the DTensor suite). A worker that fails raises
+    before that, and mp.spawn reports it, as ever."""
+    worker(rank, *args)
+    gc.collect()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,7 +167,7 @@ class TensorParallelLoad(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="rootspan-tp-") as folder, \
                 tempfile.TemporaryDirectory(prefix="rootspan-tp-out-") as out:
             schema = write_checkpoint(folder)
-            mp.spawn(worker, args=(world, free_port(), folder, schema, out), nprocs=world, join=True)
+            mp.spawn(ranked, args=(worker, world, free_port(), folder, schema, out), nprocs=world, join=True)
             reports = []
             for rank in range(world):
                 with open(os.path.join(out, f"rank{rank}.json")) as f:

@@ -2,6 +2,7 @@
 
 usage: python dtensor_load.py FILE.safetensors WORLD
 """
+import os
 import socket
 import sys
 
@@ -22,8 +23,12 @@ def rank_main(rank, world, port, path):
     if rank == 0:
         same = all(torch.equal(whole[n], t) for n, t in rootspan.torch.load(path).items() if n in whole)
         print(f"{len(params)} tensors; full_tensor() equals the file: {same}")
-    print(f"rank {rank} read {read} bytes")
+    print(f"rank {rank} read {read} bytes", flush=True)
+    del params, whole  # the tensors go, and the memory rootspan holds for them
     dist.destroy_process_group()
+    # End before Python's finalization: torch's gloo thread may still be dropping the last collective's
+    # tensors, and doing so while the interpreter finalizes aborts the process.
+    os._exit(0)
 
 
 if __name__ == "__main__":
