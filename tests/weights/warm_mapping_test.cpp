@@ -119,7 +119,7 @@ TEST(WarmMapping, WhatFitsIsReadInWhole) {
   ::close(fd);
 }
 
-TEST(WarmMapping, PagesRangesShareAreWeighedAndReadOnce) {
+TEST(WarmMapping, PagesSharedByRangesAreWeighedAndReadOnce) {
   // Four pages of file under five ranges given out of order: two share page 1,
   // two share page 2, one repeats another. The pages are weighed once each, so
   // four pages of memory are enough and three are not; and all four are read.

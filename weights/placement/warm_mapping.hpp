@@ -4,9 +4,10 @@
 // before the load hands them out: a few threads take them in chunks, each
 // queueing readahead of its chunk (MADV_WILLNEED) and then populating it
 // (MADV_POPULATE_READ, Linux 5.14), keeping many reads in flight. Where the
-// kernel lacks MADV_POPULATE_READ the readahead alone is what is done. A range
-// whose file shrank is left as it is (populate fails with EFAULT rather than
-// raising SIGBUS), so the load's own checks report it.
+// kernel lacks MADV_POPULATE_READ the readahead alone is what is done. Where a
+// file shrank, populate stops at the first page past its end (EFAULT rather
+// than SIGBUS), leaving the rest of that chunk unread, and the load's own
+// checks report the file.
 //
 // Every page populated stays resident, holes of a sparse file included (12
 // GiB apparent with 4 KB on disk is 12 GiB of memory), so the pages are

@@ -186,8 +186,8 @@ def tensor_of_view(view, component, error=TypeError):
     weights.map_file_views, which holds the component's memory for as long as the view lives)."""
     way = _view_ways.get(component.dtype) or _view_way(component.dtype, error)
     if way is not None and component.encoding != "block_quantized":
-        # the tensor's own type and shape in numpy first, in one array over the view's bytes: the fewest steps
-        # (thousands of tensors)
+        # the tensor's own type and shape in numpy first, in one array over the view's bytes (exactly the
+        # component's: map_file_views slices each by its byte length): the fewest steps (thousands of tensors)
         numpy_dtype, view_as, from_numpy = way
         tensor = from_numpy(_memory.numpy.ndarray(component.shape, numpy_dtype, view))
         return tensor if view_as is None else tensor.view(view_as)

@@ -436,7 +436,7 @@ class _ExportClaim:
             raise ValueError(f"{operation}: the claim was released")
         return self._handle
 
-    def _lease_ended(self, own_claim=True):
+    def _lease_ended(self, own_claim):
         """(holding the context's lock) The lease over this claim was unmapped, or never made: the claim goes
         (a lease owns its export claim), and the component with it if it was given up. One call that takes
         the lock no second time: each of thousands of dropped tensors ends this way."""
@@ -463,7 +463,7 @@ class Component(_Exportable):
     __slots__ = ("id", "source_name", "_root_handle", "nbytes", "segments", "zero_copy", "read_only", "format_id",
                  "values_per_block", "bytes_per_block", "shape", "source_file", "source_offset", "source_contiguous",
                  "_wstate", "index", "_context", "_root", "_lease", "dtype", "_map_code", "numpy_dtype", "role",
-                 "encoding", "gguf_type")
+                 "encoding", "gguf_type", "__weakref__")
 
     def __init__(self, weights, index, values):
         """values: the component's rootspan_component_info as a tuple (_component_values)."""
@@ -538,7 +538,7 @@ class Component(_Exportable):
                 errors.check(lib, lib.rootspan_map_write if writable else lib.rootspan_map_read, out.value,
                              self._map_code, 0, self.nbytes, ctypes.byref(mapping))
             except BaseException:
-                claim._lease_ended()
+                claim._lease_ended(True)
                 raise
             lease = _memory._Lease(state, claim, mapping.value, own_claim=True)
             self._lease = weakref.ref(lease)
