@@ -332,7 +332,7 @@ class Claim:
             self._after_release()
 
     def _after_release(self):
-        """This claim, or a mapping of it, went."""
+        """(holding the lock) This claim, or a mapping of it, went."""
         self._state.after_release(self.root._owner, self.root._owner_index)
 
     def _release_quietly(self):
@@ -344,9 +344,11 @@ class Claim:
 
     def _lease_ended(self, own_claim):
         """(holding the context's lock) A lease over this claim was unmapped: the claim goes too when the
-        lease owned it (an export's)."""
-        if own_claim:
+        lease owned it (an export's). after_release runs once: by _release_quietly when it released the claim."""
+        if own_claim and self._handle is not None:
             self._release_quietly()
+            if self._handle is None:
+                return
         self._after_release()
 
     def __enter__(self):
