@@ -22,8 +22,8 @@ packages+=(valgrind)
 # The Python suite's DLPack consumers: Debian's numpy and torch, for /usr/bin/python3;
 # venv for tools/test-python-venv.sh (today's numpy and torch from PyPI, and pip install .).
 packages+=(python3-numpy python3-torch python3-venv)
-# Python's headers: the package's one compiled module, rootspan._describe.
-packages+=(python3-dev)
+# Python's headers: the package's one compiled module, rootspan._describe; dlpack/dlpack.h: its tensor_capsule.
+packages+=(python3-dev libdlpack-dev)
 # The openssl program: test_signed_models.py makes its keys and certificates with it.
 packages+=(openssl)
 for p in "${packages[@]}"; do

@@ -1,4 +1,6 @@
-/* rootspan._describe: every component of a load described in one call.
+/* rootspan._describe: every component of a load described in one call, and
+ * (where dlpack/dlpack.h was found at build time) copied tensors handed to
+ * torch as DLPack capsules made in C (_capsule.c, tensor_capsule).
  *
  * The package is ctypes over librootspan.so; this is its one compiled module,
  * and it is optional. Describing a component through ctypes reads its
@@ -20,6 +22,9 @@
 #include <string.h>
 
 #include "rootspan/weights.h"
+#ifdef ROOTSPAN_HAVE_DLPACK_H
+#include "_capsule.h"
+#endif
 
 typedef rootspan_status (*component_function)(const rootspan_weights *weights, size_t index,
                                               rootspan_component_info *info);
@@ -181,6 +186,11 @@ static PyMethodDef methods[] = {
     {"components", components, METH_VARARGS,
      "components(function, weights, count) -> (list of one tuple per component, status of the call that "
      "stopped, ROOTSPAN_OK when none did)"},
+#ifdef ROOTSPAN_HAVE_DLPACK_H
+    {"tensor_capsule", rootspan_tensor_capsule, METH_VARARGS,
+     "tensor_capsule(owner, address, nbytes, shape, code, bits) -> a DLPack capsule of a writable CPU tensor "
+     "over memory owner keeps alive (_capsule.c)"},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,9 +6,14 @@ claim held for exactly as long as a consumer holds the memory, released from
 whatever thread lets go."""
 import ctypes
 import gc
+import os
+import struct
 import sys
+import tempfile
 import threading
 import unittest
+import unittest.mock
+import weakref
 
 try:
     import numpy
@@ -19,8 +24,9 @@ except ImportError as missing:
     sys.exit(77)
 
 import rootspan
-from rootspan import dlpack
-from support import VERSIONED_NUMPY, VERSIONED_TORCH, Consumed, context
+import rootspan.torch
+from rootspan import _compiled, dlpack
+from support import VERSIONED_NUMPY, VERSIONED_TORCH, Consumed, context, write_safetensors
 
 
 def mapping_address(root):
@@ -317,6 +323,127 @@ class Lifetime(Base):
         del tensor  # the last user: the context goes with it
         gc.collect()
         self.assertIsNone(state.handle)
+
+
+class _Owner:
+    """Something a capsule keeps alive, and that says when it went."""
+
+
+class CompiledCapsules(Base):
+    """Copied tensors reach torch through DLPack capsules the compiled module makes (tensor_capsule): the same
+    tensors the numpy way makes, their memory held exactly as long as torch holds it."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        module = _compiled.describe()
+        self.make = getattr(module, "tensor_capsule", None)
+        if os.environ.get("ROOTSPAN_COMPILED_CAPSULES") == "built":  # meson's tests: the build made it
+            self.assertIsNotNone(self.make, "the build made tensor_capsule, but the package did not find it")
+        if self.make is None:
+            self.skipTest("the compiled module has no tensor_capsule here (no dlpack/dlpack.h at its build)")
+
+    def capsule(self, owner, nbytes=16, shape=(2, 2), code=2, bits=32, address=None):
+        buffer = ctypes.create_string_buffer(nbytes or 1)
+        owner.buffer = buffer  # the memory lives as long as the owner
+        return self.make(owner, ctypes.addressof(buffer) if address is None else address, nbytes, shape, code,
+                         bits)
+
+    def test_the_same_tensors_as_the_numpy_way(self):
+        # Every type torch 1.13 has: those the capsule carries, and those it leaves to numpy (bool, complex).
+        path = os.path.join(self.tmp.name, "types.safetensors")
+        values = {"U8": b"\x01\xff", "I8": b"\x80\x7f", "I16": struct.pack("<2h", -2, 300),
+                  "I32": struct.pack("<2i", -7, 1 << 30), "I64": struct.pack("<2q", -1, 1 << 40),
+                  "F16": struct.pack("<2e", 1.5, -2.0), "BF16": b"\x80\x3f\x00\xc0",
+                  "F32": struct.pack("<2f", 0.25, -3.5), "F64": struct.pack("<2d", 1e300, -0.0),
+                  "BOOL": b"\x01\x00", "C64": struct.pack("<4f", 1, 2, 3, 4)}
+        tensors = {f"{name}.row": (name, (1, 2) if name != "C64" else (2,), data) for name, data in values.items()}
+        tensors["scalar"] = ("F32", (), struct.pack("<f", 9.0))
+        tensors["grid"] = ("I32", (2, 1, 3), struct.pack("<6i", *range(6)))
+        write_safetensors(path, tensors)
+        for strategy in ("read", "direct"):
+            with self.subTest(strategy=strategy):
+                by_capsule = rootspan.torch.load(path, strategy=strategy)
+                with unittest.mock.patch.object(_compiled, "describe", return_value=None):
+                    by_numpy = rootspan.torch.load(path, strategy=strategy)
+                self.assertEqual(sorted(by_capsule), sorted(tensors))
+                for name, tensor in by_capsule.items():
+                    other = by_numpy[name]
+                    self.assertEqual((tensor.dtype, tensor.shape, tensor.stride()),
+                                     (other.dtype, other.shape, other.stride()), name)
+                    self.assertTrue(torch.equal(tensor.reshape(-1).view(torch.uint8),
+                                                other.reshape(-1).view(torch.uint8)), name)
+                    self.assertEqual(bytes(tensor.reshape(-1).view(torch.uint8).tolist()), tensors[name][2], name)
+                by_capsule["F32.row"][0, 0] = 7.0  # writable, and its own memory
+                self.assertEqual(by_numpy["F32.row"][0, 0].item(), 0.25)
+
+    def test_the_lease_lives_as_long_as_the_tensor(self):
+        weights = self.ctx.load(self.write_one(), strategy="read")
+        component = weights["w"]
+        tensor = rootspan.torch.tensor_of(component)
+        lease = weakref.ref(component._export_lease())
+        weights.close()  # the held root waits for the tensor
+        gc.collect()
+        self.assertIsNotNone(lease(), "torch holds the tensor: its lease must be live")
+        self.assertFalse(component.root.released)
+        self.assertEqual(tensor.tolist(), [1.0, 2.0, 3.0, 4.0])
+        del tensor
+        gc.collect()
+        self.assertIsNone(lease(), "the tensor went: its lease must have gone with it")
+        self.assertTrue(component.root.released)
+
+    def test_a_tensor_dropped_on_another_thread_lets_its_owner_go(self):
+        owner = _Owner()
+        gone = weakref.ref(owner)
+        tensors = [torch.utils.dlpack.from_dlpack(self.capsule(owner))]
+        del owner
+        self.assertIsNotNone(gone())
+        worker = threading.Thread(target=tensors.clear)
+        worker.start()
+        worker.join()
+        gc.collect()
+        self.assertIsNone(gone(), "the deleter, run on the worker thread, must drop the owner")
+
+    def test_a_capsule_no_one_takes_lets_its_owner_go(self):
+        owner = _Owner()
+        gone = weakref.ref(owner)
+        capsule = self.capsule(owner)
+        del owner
+        self.assertIsNotNone(gone())
+        del capsule
+        self.assertIsNone(gone())
+
+    def test_strides_are_always_set_row_major(self):
+        tensor = torch.utils.dlpack.from_dlpack(self.capsule(_Owner(), nbytes=24, shape=(2, 1, 3), code=0,
+                                                             bits=32))
+        self.assertEqual((tensor.shape, tensor.stride(), tensor.dtype), ((2, 1, 3), (3, 3, 1), torch.int32))
+        scalar = torch.utils.dlpack.from_dlpack(self.capsule(_Owner(), nbytes=8, shape=(), code=2, bits=64))
+        self.assertEqual((scalar.shape, scalar.dtype), ((), torch.float64))
+
+    def test_bad_calls_are_refused(self):
+        owner = _Owner()
+        with self.assertRaisesRegex(ValueError, r"the shape holds 6 elements of 32 bits, 24 bytes at least, but "
+                                                r"the memory holds 16 bytes"):
+            self.capsule(owner, nbytes=16, shape=(2, 3))
+        with self.assertRaisesRegex(ValueError, r"dimension 1 of the shape is -2, expected at least 0"):
+            self.capsule(owner, shape=(2, -2))
+        with self.assertRaisesRegex(ValueError, r"overflows 64 bits at dimension 1"):
+            self.capsule(owner, shape=(1 << 40, 1 << 40))
+        with self.assertRaisesRegex(ValueError, r"got code 2, 12 bits"):
+            self.capsule(owner, bits=12)
+        with self.assertRaisesRegex(ValueError, r"16 bytes at address 0"):
+            self.capsule(owner, address=0)
+        with self.assertRaisesRegex(ValueError, r"expected a rank of at most 64, got 65"):
+            self.capsule(owner, shape=(1,) * 65)
+        with self.assertRaises(TypeError):  # a shape is a tuple
+            self.capsule(owner, shape=[2, 2])
+        self.assertEqual(sys.getrefcount(owner), 2, "a refused call must not keep the owner")
+
+    def write_one(self):
+        path = os.path.join(self.tmp.name, "one.safetensors")
+        write_safetensors(path, {"w": ("F32", (4,), struct.pack("<4f", 1, 2, 3, 4))})
+        return path
 
 
 if __name__ == "__main__":
