@@ -127,9 +127,11 @@ def to_device(tensor, device, component=None):
     return tensor.to(device)
 
 
-# Element types torch takes in a legacy DLPack capsule in every release this package supports (1.13 on): the
-# signed integers, uint8, the IEEE floats and bfloat16. The others reach torch through numpy.
-_CAPSULE_TYPES = {"I8", "I16", "I32", "I64", "U8", "F16", "F32", "F64", "BF16"}
+# Element types torch takes in a legacy DLPack capsule in every release this package supports (1.13 on), with
+# their DLPack (type code, bits): the signed integers, uint8, the IEEE floats and bfloat16. The others reach
+# torch through numpy.
+_CAPSULE_TYPES = {name: dtypes.dlpack_type(name) for name in ("I8", "I16", "I32", "I64", "U8", "F16", "F32", "F64",
+                                                              "BF16")}
 _from_dlpack = None  # torch.utils.dlpack.from_dlpack, looked up once
 
 
@@ -137,16 +139,16 @@ def _capsule_tensor(component, name, shape):
     """The tensor over a writable component's bytes through a DLPack capsule made in C (rootspan._describe's
     tensor_capsule, issue 33: a third of the numpy way's cost), or None where that module or the type is not
     there for it."""
-    make = getattr(_compiled.describe(), "tensor_capsule", None)
-    if make is None or name not in _CAPSULE_TYPES:
+    code_bits = _CAPSULE_TYPES.get(name)
+    make = getattr(_compiled.describe(), "tensor_capsule", None) if code_bits is not None else None
+    if make is None:
         return None
     global _from_dlpack
     if _from_dlpack is None:
         import torch.utils.dlpack
         _from_dlpack = torch.utils.dlpack.from_dlpack
-    code, bits = dtypes.dlpack_type(name)
     lease = component._export_lease()
-    return _from_dlpack(make(lease, lease.address, lease.nbytes, tuple(shape), code, bits))
+    return _from_dlpack(make(lease, lease.address, lease.nbytes, tuple(shape), *code_bits))
 
 
 def to_torch(component, name, shape, error=TypeError):
