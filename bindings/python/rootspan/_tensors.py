@@ -135,10 +135,10 @@ _CAPSULE_TYPES = {name: dtypes.dlpack_type(name) for name in ("I8", "I16", "I32"
 _from_dlpack = None  # torch.utils.dlpack.from_dlpack, looked up once
 
 
-def _capsule_tensor(component, name, shape):
+def _capsule_tensor(component, name, shape, lease):
     """The tensor over a writable component's bytes through a DLPack capsule made in C (rootspan._describe's
     tensor_capsule, issue 33: a third of the numpy way's cost), or None where that module or the type is not
-    there for it."""
+    there for it. lease: the component's live lease where the caller holds it already (map_leases), or None."""
     code_bits = _CAPSULE_TYPES.get(name)
     make = getattr(_compiled.describe(), "tensor_capsule", None) if code_bits is not None else None
     if make is None:
@@ -147,15 +147,17 @@ def _capsule_tensor(component, name, shape):
     if _from_dlpack is None:
         import torch.utils.dlpack
         _from_dlpack = torch.utils.dlpack.from_dlpack
-    lease = component._export_lease()
+    if lease is None or lease.mapping is None:
+        lease = component._export_lease()
     return _from_dlpack(make(lease, lease.address, lease.nbytes, tuple(shape), *code_bits))
 
 
-def to_torch(component, name, shape, error=TypeError):
+def to_torch(component, name, shape, error=TypeError, lease=None):
     """A writable (copy-on-write) CPU tensor over the component's bytes (component None: an empty tensor).
-    error: the exception for a type this torch lacks."""
+    error: the exception for a type this torch lacks; lease: the component's lease where the caller holds it
+    (map_leases), else None."""
     if component is not None and not component.read_only:
-        tensor = _capsule_tensor(component, name, shape)
+        tensor = _capsule_tensor(component, name, shape, lease)
         if tensor is not None:
             return tensor
     if component is not None and not component.read_only and _memory.numpy is not None:
@@ -232,10 +234,10 @@ def empty_tensor(entry, error=TypeError):
     return to_torch(None, dtypes.from_format_code(entry["dtype"]), entry["shape"], error)
 
 
-def tensor_of(component, error=TypeError):
+def tensor_of(component, error=TypeError, lease=None):
     """A CPU tensor over a loaded component's memory (to_torch): a block-quantized component is uint8 of shape
-    grid + (bytes_per_block,)."""
+    grid + (bytes_per_block,). lease: the component's lease where the caller holds it (map_leases)."""
     shape = component.shape
     if component.encoding == "block_quantized":
         shape = shape + (component.bytes_per_block,)
-    return to_torch(component, component.dtype, shape, error)
+    return to_torch(component, component.dtype, shape, error, lease)

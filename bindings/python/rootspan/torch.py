@@ -190,15 +190,25 @@ def in_file_order(weights, target, error=_TypeRefused):
     own = [at for at in range(len(ordered)) if at not in views]
     # each handed over: back once the consumer drops its tensor
     leases = dict(zip(own, map_leases([ordered[at] for at in own], hand_over=True)))
+    on_cpu = target.type == "cpu"
+    # Each tensor is made in the yield itself: no local of this frame holds it (nor its view or lease) while
+    # the frame is suspended, so a tensor the consumer drops goes back at once.
     for at, component in enumerate(ordered):
-        view = views.pop(at, None)
-        if view is not None:  # its file's memory goes back when the file's last tensor goes
-            tensor = _tensors.tensor_of_view(view, component, error)
+        if at in views:  # its file's memory goes back when the file's last tensor goes
+            yield component.source_name, _tensors.tensor_of_view(views.pop(at), component, error)
         else:
-            tensor = _tensors.to_device(_tensors.tensor_of(component, error), target, component)
-            if leases.pop(at, None) is None:  # the tensor holds its lease now; handed over above if mapped there
-                component._hand_over()  # back as soon as the consumer drops the tensor
-        yield component.source_name, tensor
+            yield component.source_name, _handed_tensor(component, leases.pop(at, None), on_cpu, target, error)
+
+
+def _handed_tensor(component, lease, on_cpu, target, error):
+    """The tensor of a component that is not a view of its file's mapping, over lease, its own lease from
+    map_leases (None: made here, and the component handed over after it)."""
+    tensor = _tensors.tensor_of(component, error, lease)  # the tensor holds its lease now
+    if not on_cpu:
+        tensor = _tensors.to_device(tensor, target, component)
+    if lease is None:  # not mapped (nor handed over) by map_leases
+        component._hand_over()  # back as soon as the consumer drops the tensor
+    return tensor
 
 
 def _selected_tensors(weights, entries, patterns, device):
@@ -210,21 +220,15 @@ def _selected_tensors(weights, entries, patterns, device):
     components = list(weights.values())
     by_name = {c.source_name: at for at, c in enumerate(components)}
     # every tensor's memory mapped in one call, each handed over: back as soon as the consumer drops its tensor
-    leases = map_leases(components, hand_over=True)
+    leases = dict(enumerate(map_leases(components, hand_over=True)))
+    on_cpu = device.type == "cpu"
     for entry in entries:
         name = entry["name"]
         at = by_name.get(name)
-        if at is not None:
-            component = components[at]
-            tensor = _tensors.to_device(tensor_of(component), device, component)
-            if leases[at] is None:  # not mapped above, so not handed over yet
-                component._hand_over()
-            leases[at] = None  # the tensor holds its lease now
+        if at is not None:  # made in the yield (in_file_order says why); the tensor holds its lease now
+            yield entry, _handed_tensor(components[at], leases.pop(at, None), on_cpu, device, _TypeRefused)
         elif entry.get("bytes") == 0 and (patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)):
-            tensor = _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
-        else:
-            continue  # not selected
-        yield entry, tensor
+            yield entry, _tensors.to_device(_tensors.empty_tensor(entry, _TypeRefused), device)
 
 
 def tensor_of(component):

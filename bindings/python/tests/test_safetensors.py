@@ -212,6 +212,30 @@ class TorchLoad(Folder):
         self.assertEqual(list(loaded), [n for n in order if n in ("b", "c")])
         self.assertEqual(rootspan.torch.load(path)["a"].shape, (2, 0))
 
+    def test_iter_tensors_of_copies_holds_no_lease_of_a_tensor_it_gave_out(self):
+        # Copied tensors each hold their own lease (one mapping of their memory); the iterator, suspended
+        # between tensors, holds only those of the tensors still to come.
+        import rootspan.torch
+        from rootspan import _contexts
+        path = self.path("copies.safetensors")
+        written = {"a": torch.ones(8), "b": torch.arange(4), "c": torch.zeros(3)}
+        st_torch.save_file(written, path)
+        leases = lambda: _contexts.host()._state.leases  # noqa: E731
+        before = leases()
+        iterator = rootspan.torch.iter_tensors(path, strategy="read")
+        first_name, first = next(iterator)
+        self.assertEqual(leases() - before, 3, "the first tensor's lease and the two to come")
+        name, second = next(iterator)
+        self.assertTrue(torch.equal(second, written[name]))
+        del second
+        gc.collect()
+        self.assertEqual(leases() - before, 2, "the dropped second tensor's lease must be gone")
+        self.assertEqual(len(list(iterator)), 1)
+        self.assertEqual(leases() - before, 1)
+        self.assertTrue(torch.equal(first, written[first_name]))
+        del first
+        gc.collect()
+        self.assertEqual(leases(), before)
 
     def test_load_hands_views_of_one_mapping_per_file_kept_until_its_last_tensor_goes(self):
         import hashlib
