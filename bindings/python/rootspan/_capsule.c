@@ -1,9 +1,10 @@
 /* rootspan._describe.tensor_capsule: a tensor over memory the package holds, handed to torch as a DLPack
  * capsule made in C (issue 33).
  *
- * A copied component (strategy read or direct) reaches torch as a tensor over its lease's memory. Through
- * numpy that took a numpy array made from an __array_interface__ dict, then torch.from_numpy: some 1.3 us a
- * tensor, where torch takes a capsule in 0.4. The capsule is the legacy one ("dltensor", a DLManagedTensor):
+ * A writable component that is not a view of its file's mapping (a copied one, strategy read or direct; a
+ * mapped one asked for alone) reaches torch as a tensor over its own lease's memory. Through numpy that took
+ * a numpy array made from an __array_interface__ dict, then torch.from_numpy: some 1.3 us a tensor, where
+ * this call and torch's from_dlpack take 0.6. The capsule is the legacy one ("dltensor", a DLManagedTensor):
  * every torch this package supports (1.13 on) takes it; it carries no read-only flag, so the package hands
  * only writable memory this way.
  *
@@ -11,7 +12,9 @@
  * from the moment it is made. A consumer that takes the tensor renames the capsule "used_dltensor" and later
  * calls the deleter exactly once, from any thread: the deleter takes the GIL, drops the reference (the lease
  * may then unmap) and frees the DLManagedTensor. A capsule no one takes does the same when it is garbage.
- * After Python's finalization the reference is left, not dropped: there is no interpreter to drop it in.
+ * Once Python's finalization has begun the reference is left, not dropped (the process is ending; the
+ * limited API has no way to take the GIL safely then): a thread other than Python's that lets go of a tensor
+ * while finalization starts is the one case it cannot cover, as for every C extension of this API.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>  // the limited API (Py_LIMITED_API) where meson sets it
@@ -58,10 +61,11 @@ static void release_capsule(PyObject *capsule) {
 }
 
 /* Reads shape, a tuple of non-negative ints, into dims[0..rank) and row-major strides into dims[rank..2 rank);
- * the element count in *elements. 0 with an exception set when shape is not such a tuple or its count
- * overflows. */
+ * the element count in *elements. 0 with an exception set when shape is not such a tuple, or when its extents
+ * (each counted as at least 1, as strides count them) multiply past INT64_MAX: then no stride can overflow. */
 static int read_shape(PyObject *shape, Py_ssize_t rank, int64_t *dims, uint64_t *elements) {
   uint64_t count = 1;
+  int64_t span = 1;  // the product of max(extent, 1): the largest stride times its extent
   for (Py_ssize_t d = 0; d < rank; ++d) {
     long long extent = PyLong_AsLongLong(PyTuple_GetItem(shape, d));
     if (extent == -1 && PyErr_Occurred()) {
@@ -72,12 +76,14 @@ static int read_shape(PyObject *shape, Py_ssize_t rank, int64_t *dims, uint64_t 
                    extent);
       return 0;
     }
-    if (extent != 0 && count > UINT64_MAX / (uint64_t)extent) {
-      PyErr_Format(PyExc_ValueError, "tensor_capsule: the shape's element count overflows 64 bits at dimension %zd", d);
+    const int64_t counted = extent > 1 ? extent : 1;
+    if (span > INT64_MAX / counted) {
+      PyErr_Format(PyExc_ValueError, "tensor_capsule: the shape's extents multiply past 2^63 at dimension %zd", d);
       return 0;
     }
+    span *= counted;
     dims[d] = extent;
-    count *= (uint64_t)extent;
+    count *= (uint64_t)extent;  // at most span
   }
   int64_t stride = 1;
   for (Py_ssize_t d = rank - 1; d >= 0; --d) {
@@ -85,6 +91,17 @@ static int read_shape(PyObject *shape, Py_ssize_t rank, int64_t *dims, uint64_t 
     stride *= dims[d] > 1 ? dims[d] : 1;
   }
   *elements = count;
+  return 1;
+}
+
+/* An O& converter: a Python int of 0 to 2^64 - 1 into *(unsigned long long *)out (OverflowError, TypeError
+ * otherwise; never a value wrapped modulo 2^64 as the K format would). */
+static int unsigned_argument(PyObject *value, void *out) {
+  const unsigned long long converted = PyLong_AsUnsignedLongLong(value);
+  if (converted == (unsigned long long)-1 && PyErr_Occurred()) {
+    return 0;
+  }
+  *(unsigned long long *)out = converted;
   return 1;
 }
 
@@ -96,8 +113,8 @@ PyObject *rootspan_tensor_capsule(PyObject *module, PyObject *args) {
   PyObject *shape = NULL;
   int code = 0;
   int bits = 0;
-  if (!PyArg_ParseTuple(args, "OKKO!ii:tensor_capsule", &owner, &address, &nbytes, &PyTuple_Type, &shape, &code,
-                        &bits)) {
+  if (!PyArg_ParseTuple(args, "OO&O&O!ii:tensor_capsule", &owner, unsigned_argument, &address, unsigned_argument,
+                        &nbytes, &PyTuple_Type, &shape, &code, &bits)) {
     return NULL;
   }
   if (bits <= 0 || bits % 8 != 0 || bits > 128 || code < 0 || code > UINT8_MAX) {
@@ -126,9 +143,9 @@ PyObject *rootspan_tensor_capsule(PyObject *module, PyObject *args) {
   if (elements > nbytes / element_bytes) {  // never a tensor past the memory the owner holds
     free(tensor);
     return PyErr_Format(PyExc_ValueError,
-                        "tensor_capsule: the shape holds %llu elements of %d bits, %llu bytes at least, but the "
-                        "memory holds %llu bytes",
-                        (unsigned long long)elements, bits, (unsigned long long)(elements * element_bytes), nbytes);
+                        "tensor_capsule: the shape holds %llu elements of %d bits, but the memory holds %llu bytes, "
+                        "room for %llu",
+                        (unsigned long long)elements, bits, nbytes, nbytes / element_bytes);
   }
   DLTensor *t = &tensor->managed.dl_tensor;
   t->data = (void *)(uintptr_t)address;

@@ -3,11 +3,14 @@ rootspan.vllm and the safetensors drop-in (rootspan.safetensors) use. Element ty
 ("F32", "C32"); numpy and torch are imported only when a conversion runs.
 
 Both frameworks get the component's bytes (one lease every array and tensor
-of the component shares, see rootspan/weights.py) as flat uint8 memory and
-view it as the tensor's element type and shape. Going through bytes, rather
-than handing the element type to the consumer, lets every type the format
-has reach consumers that cannot import it by DLPack type code (bool and the
-8-bit floats in torch 1.13, bfloat16 in numpy with ml_dtypes).
+of the component shares, see rootspan/weights.py). A writable component of a
+type every supported torch imports by DLPack code reaches torch in its own
+type and shape through a capsule the compiled module makes (tensor_capsule);
+the others go through a numpy array in a type numpy has (the type itself, the
+signed integer of its width, or flat uint8 bytes) viewed as the element type
+and shape, which lets every type the format has reach consumers that cannot
+import it by DLPack type code (bool and the 8-bit floats in torch 1.13,
+bfloat16 in numpy with ml_dtypes).
 """
 import importlib
 
@@ -137,7 +140,7 @@ _from_dlpack = None  # torch.utils.dlpack.from_dlpack, looked up once
 
 def _capsule_tensor(component, name, shape, lease):
     """The tensor over a writable component's bytes through a DLPack capsule made in C (rootspan._describe's
-    tensor_capsule, issue 33: a third of the numpy way's cost), or None where that module or the type is not
+    tensor_capsule, issue 33: half the numpy way's cost), or None where that module or the type is not
     there for it. lease: the component's live lease where the caller holds it already (map_leases), or None."""
     code_bits = _CAPSULE_TYPES.get(name)
     make = getattr(_compiled.describe(), "tensor_capsule", None) if code_bits is not None else None

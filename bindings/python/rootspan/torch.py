@@ -61,8 +61,8 @@ def iter_tensors(path, device="cpu", tensors=None, revision=None, strategy=None,
         if in_file_order_applies(weights):  # no describing the checkpoint a second time (inspect: ~25 µs a tensor)
             yield from in_file_order(weights, target)
             return
-        for entry, tensor in _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target):
-            yield entry["name"], tensor
+        # map, not a loop: no local of this frame holds a tensor while it is suspended (in_file_order says why)
+        yield from map(_named, _selected_tensors(weights, inspect(path, revision)["tensors"], tensors, target))
     finally:
         weights.close()
 
@@ -211,6 +211,11 @@ def _handed_tensor(component, lease, on_cpu, target, error):
     return tensor
 
 
+def _named(selected):
+    """(name, tensor) of an (entry, tensor) of _selected_tensors."""
+    return selected[0]["name"], selected[1]
+
+
 def _selected_tensors(weights, entries, patterns, device):
     """(entry, tensor) for each of `entries` (inspect's tensors, in file order) the load selected, in that
     order: a loaded component's tensor, handed to the consumer (its root goes back as soon as the consumer
@@ -233,9 +238,10 @@ def _selected_tensors(weights, entries, patterns, device):
 
 def tensor_of(component):
     """A CPU tensor over a loaded component's memory: no copy unless the component is read-only (a legacy
-    DLPack consumer such as torch 1.13 has no read-only mark, so it gets a writable copy). The bytes go to
-    torch as uint8 and are viewed as the element type, so that types torch cannot import by DLPack code
-    (bool, the 8-bit floats in torch 1.13) still load. A block-quantized component is uint8 of shape
+    DLPack consumer such as torch 1.13 has no read-only mark, so it gets a writable copy). A type every
+    supported torch imports by DLPack code goes to torch in its own type (rootspan/_tensors.py); the others
+    (bool, the 8-bit floats in torch 1.13) go as the signed integer of their width, or as uint8 bytes, and are
+    viewed as the element type, so that they still load. A block-quantized component is uint8 of shape
     grid + (bytes_per_block,)."""
     return _tensors.tensor_of(component, _TypeRefused)
 

@@ -272,13 +272,19 @@ def iterate(path, revision=None, options=None, stats=None):
         stats.report = weights.read_report
         stats.digests = weights.digests
         files = set()
-        for entry, tensor in _selected_tensors(weights, entries, options.tensors, torch.device("cpu")):
-            name = entry["name"]
+
+        def counted(selected):
+            """(name, tensor) of an (entry, tensor), the entry counted in stats."""
+            entry = selected[0]
             stats.tensors += 1
             stats.bytes += entry.get("bytes", 0)
             files.add(entry.get("file"))
             stats.files = len(files)
-            yield name, tensor
+            return entry["name"], selected[1]
+
+        # map, not a loop: no local of this frame holds a tensor while it is suspended, so each goes back as
+        # soon as the engine drops it (rootspan.torch.in_file_order)
+        yield from map(counted, _selected_tensors(weights, entries, options.tensors, torch.device("cpu")))
     finally:
         weights.close()
 

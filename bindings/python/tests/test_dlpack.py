@@ -362,9 +362,13 @@ class CompiledCapsules(Base):
         tensors["scalar"] = ("F32", (), struct.pack("<f", 9.0))
         tensors["grid"] = ("I32", (2, 1, 3), struct.pack("<6i", *range(6)))
         write_safetensors(path, tensors)
+        module = _compiled.describe()
         for strategy in ("read", "direct"):
             with self.subTest(strategy=strategy):
-                by_capsule = rootspan.torch.load(path, strategy=strategy)
+                with unittest.mock.patch.object(module, "tensor_capsule", wraps=self.make) as made:
+                    by_capsule = rootspan.torch.load(path, strategy=strategy)
+                # every tensor of a type the capsule carries came that way; bool and complex through numpy
+                self.assertEqual(made.call_count, len(tensors) - 2)
                 with unittest.mock.patch.object(_compiled, "describe", return_value=None):
                     by_numpy = rootspan.torch.load(path, strategy=strategy)
                 self.assertEqual(sorted(by_capsule), sorted(tensors))
@@ -423,22 +427,31 @@ class CompiledCapsules(Base):
 
     def test_bad_calls_are_refused(self):
         owner = _Owner()
-        with self.assertRaisesRegex(ValueError, r"the shape holds 6 elements of 32 bits, 24 bytes at least, but "
-                                                r"the memory holds 16 bytes"):
+        references = sys.getrefcount(owner)
+        with self.assertRaisesRegex(ValueError, r"the shape holds 6 elements of 32 bits, but the memory holds 16 "
+                                                r"bytes, room for 4"):
             self.capsule(owner, nbytes=16, shape=(2, 3))
         with self.assertRaisesRegex(ValueError, r"dimension 1 of the shape is -2, expected at least 0"):
             self.capsule(owner, shape=(2, -2))
-        with self.assertRaisesRegex(ValueError, r"overflows 64 bits at dimension 1"):
+        with self.assertRaisesRegex(ValueError, r"multiply past 2\^63 at dimension 1"):
             self.capsule(owner, shape=(1 << 40, 1 << 40))
+        with self.assertRaisesRegex(ValueError, r"multiply past 2\^63 at dimension 2"):  # strides count a 0 as 1
+            self.capsule(owner, shape=(0, 1 << 62, 4))
         with self.assertRaisesRegex(ValueError, r"got code 2, 12 bits"):
             self.capsule(owner, bits=12)
         with self.assertRaisesRegex(ValueError, r"16 bytes at address 0"):
             self.capsule(owner, address=0)
         with self.assertRaisesRegex(ValueError, r"expected a rank of at most 64, got 65"):
             self.capsule(owner, shape=(1,) * 65)
+        with self.assertRaises(OverflowError):  # never wrapped modulo 2^64
+            self.make(owner, 4096, -1, (2, 2), 2, 32)
+        with self.assertRaises(OverflowError):
+            self.make(owner, 1 << 64, 16, (2, 2), 2, 32)
         with self.assertRaises(TypeError):  # a shape is a tuple
             self.capsule(owner, shape=[2, 2])
-        self.assertEqual(sys.getrefcount(owner), 2, "a refused call must not keep the owner")
+        self.assertEqual(sys.getrefcount(owner), references, "a refused call must not keep the owner")
+        empty = torch.utils.dlpack.from_dlpack(self.capsule(owner, nbytes=0, shape=(0, 3), address=0))
+        self.assertEqual((empty.shape, empty.numel()), ((0, 3), 0))
 
     def write_one(self):
         path = os.path.join(self.tmp.name, "one.safetensors")
