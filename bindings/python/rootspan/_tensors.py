@@ -15,6 +15,7 @@ bfloat16 in numpy with ml_dtypes).
 import importlib
 
 from . import _compiled, _memory, dtypes
+from .root import host_device
 
 
 class _Bytes:
@@ -24,8 +25,7 @@ class _Bytes:
         self._component = component
 
     def __dlpack_device__(self):
-        from . import dlpack  # imported on first use (rootspan/__init__.py)
-        return (dlpack.DLDeviceType.kDLCPU, 0)
+        return host_device()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         from . import dlpack

@@ -35,6 +35,20 @@ def _span(value):
     return Span(value.root_id, value.offset, value.length, value.alignment)
 
 
+_HOST = None  # host_device()'s answer, made on its first call
+
+
+def host_device():
+    """(DLDeviceType.kDLCPU, 0): what __dlpack_device__ says of host memory. rootspan.dlpack is imported on the
+    first call only (rootspan/__init__.py); `from . import dlpack` costs some 0.5 µs each time it runs, which
+    numpy() of every component of a load would pay twice a component."""
+    global _HOST
+    if _HOST is None:
+        from . import dlpack
+        _HOST = (dlpack.DLDeviceType.kDLCPU, 0)
+    return _HOST
+
+
 class _Exportable:
     """numpy() and DLPack for objects whose memory is one host range (roots, mappings, components)."""
     __slots__ = ()  # no instance dict of its own: a subclass with slots (Component) has none at all
@@ -70,10 +84,9 @@ class _Exportable:
 
         dtype (optional) reinterprets the bytes, as ndarray.view does; it is
         needed for element types numpy lacks (BF16, F8, F6, F4)."""
-        from . import dlpack
         import numpy
         dtype_name, shape, readonly = self._export_layout()
-        if self.__dlpack_device__()[0] != dlpack.DLDeviceType.kDLCPU:
+        if self.__dlpack_device__()[0] != host_device()[0]:
             raise TypeError(f"{self._export_what()} is device memory; numpy() needs host-accessible memory")
         typestr = dtypes.numpy_typestr(dtype_name)
         if dtype is None and typestr is None:
@@ -189,10 +202,10 @@ class Root(_Exportable):
             pass
 
     def _dlpack_device(self):
-        from . import dlpack
         info = self.info
         if info.host_accessible:
-            return (dlpack.DLDeviceType.kDLCPU, 0)
+            return host_device()
+        from . import dlpack
         kind = self._context._provider_kind(info.provider)
         device_type = {"cuda": dlpack.DLDeviceType.kDLCUDA, "rocm": dlpack.DLDeviceType.kDLROCM}.get(
             kind, dlpack.DLDeviceType.kDLExtDev)

@@ -27,7 +27,7 @@ from . import _abi, _arguments, _compiled, _memory, dtypes, errors
 from ._abi import text as _text
 from ._arguments import c_array, check_bool, check_int, optional_path
 from ._checkpoint import call_json, checkpoint_options, signature_options
-from .root import Root, _Exportable
+from .root import Root, _Exportable, host_device
 
 
 class LoadProgress(NamedTuple):
@@ -187,7 +187,7 @@ def _file_name(raw):
 
 def map_leases(components, hand_over=False):
     """The leases of many components made at once, before their tensors are: one C call for each run of
-    consecutive indices of one load (rootspan_weights_map_components), where each component alone takes four.
+    consecutive indices of one load (rootspan_weights_map_components), where each component alone takes one.
     Returns a list aligned with `components` that holds each lease until the caller has made that
     component's tensor (its _export_lease() then finds the lease); a caller handing tensors out one by one
     sets each entry to None as it goes, so that a dropped tensor's memory still goes back at once. None where
@@ -525,9 +525,19 @@ class Component(_Exportable):
             if lease is not None and lease.mapping is not None:
                 return lease
             self._live("export")
+            # One library call claims and maps the whole component and says where it lies, where the claim,
+            # the map and reading the mapping's address and length took four (issue 33: Context.load +
+            # numpy() does this for every component).
+            mapped = _map_components(self._wstate, [(self.index, 0)])[1]
+            if mapped:
+                claim, mapping, data, nbytes = mapped[0]
+                lease = _memory._Lease(state, _ExportClaim(self._wstate, self.index, claim), mapping,
+                                       own_claim=True, address=data, nbytes=nbytes)
+                self._lease = weakref.ref(lease)
+                return lease
+            # That call failed: the same steps one by one, the failing one saying what is wrong. Root.claim
+            # and Claim.map without their argument checks (whole component, checked sizes).
             writable = not self.read_only
-            # Root.claim and Claim.map without their argument checks (whole component, checked sizes), as
-            # one tensor of thousands needs.
             lib = state.lib
             out = ctypes.c_void_p()
             errors.check(lib, lib.rootspan_claim_acquire, self._root_handle, 0, self.nbytes,
@@ -545,13 +555,12 @@ class Component(_Exportable):
             return lease
 
     def __dlpack_device__(self):
-        from . import dlpack  # imported on first use (rootspan/__init__.py)
         with self._wstate.context_state.lock:
             lease = self._lease() if self._lease is not None else None
             if lease is None or lease.mapping is None:
                 self._live("export")
             if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
-                return (dlpack.DLDeviceType.kDLCPU, 0)
+                return host_device()
             return self.root._dlpack_device()
 
     def _export_what(self):

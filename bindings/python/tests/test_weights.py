@@ -282,6 +282,21 @@ class Lifetime(Base):
             with self.assertRaisesRegex(ValueError, "the weights are closed"):
                 list(view)
 
+    def test_an_export_of_a_claimed_component_says_conflict_and_leaves_nothing(self):
+        # An export claims and maps the component in one library call; where that fails, the steps one by
+        # one say what is wrong, and nothing is left claimed or mapped.
+        for strategy in ("read", "mmap"):
+            with self.subTest(strategy=strategy), self.ctx.load(EXAMPLE, strategy=strategy) as weights:
+                component = weights["model.norm.weight"]
+                claim = component.root.claim(exclusive=True)
+                with self.assertRaisesRegex(rootspan.ConflictError, r"conflict with exclusive claim \[0,128\)") as caught:
+                    component.numpy()
+                self.assertEqual(caught.exception.operation, "claim_acquire")
+                claim.release()
+                array = component.numpy()  # the refused export left no claim behind
+                self.assertEqual(array.nbytes, component.nbytes)
+                del array
+
     def test_values_and_items_are_the_components_by_id_in_load_order(self):
         with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
             ids = list(weights)

@@ -132,7 +132,7 @@ class safe_open:
         self._whole = False  # every tensor is loaded
         # tensor name -> the lease its tensors are made under, made at once for every tensor the whole load
         # does not hand out as a view below (another device, memory of its own: rootspan.weights.map_leases,
-        # one library call, not four a tensor); a tensor's first export takes it over, and close() drops
+        # one library call, not one a tensor); a tensor's first export takes it over, and close() drops
         # those never asked for
         self._leases = {}
         # tensor name -> its bytes (a uint8 numpy array) in the one mapping of the file a load of all the rest
