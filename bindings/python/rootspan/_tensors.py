@@ -163,11 +163,10 @@ def to_torch(component, name, shape, error=TypeError, lease=None):
         tensor = _capsule_tensor(component, name, shape, lease)
         if tensor is not None:
             return tensor
-    if component is not None and not component.read_only and _memory.numpy is not None:
-        # the usual case, thousands of times a load: a numpy view torch keeps alive, and with it the lease (no
-        # copy, and far cheaper than a DLPack round trip), in the tensor's own type and shape at once
-        way = _view_ways.get(name) or _view_way(name, error)
+        way = (_view_ways.get(name) or _view_way(name, error)) if _memory.numpy is not None else None
         if way is not None:
+            # no capsule for it (another type, or no compiled module): a numpy view torch keeps alive, and with
+            # it the lease (no copy, and far cheaper than a DLPack round trip), in the tensor's own type and shape
             numpy_dtype, view_as, from_numpy = way
             tensor = from_numpy(_memory.ndarray(component._export_lease(), 0, numpy_dtype.str, shape, False))
             return tensor if view_as is None else tensor.view(view_as)

@@ -213,14 +213,21 @@ def _map_leases(components, hand_over):
             wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
                             (components[at]._lease is None or components[at]._lease() is None))
             for run in _runs(wanted):
-                for (index, at), (claim, mapping, data, nbytes) in zip(run, _map_components(wstate, run)[1]):
-                    lease = _memory._Lease(wstate.context_state, _ExportClaim(wstate, index, claim), mapping,
-                                           own_claim=True, address=data, nbytes=nbytes)
+                for (index, at), mapped in zip(run, _map_components(wstate, run)[1]):
+                    lease = _export_lease_of(wstate, index, mapped)
                     components[at]._lease = weakref.ref(lease)
                     leases[at] = lease
                     if hand_over:
                         wstate.given_up[index] = True
     return leases
+
+
+def _export_lease_of(wstate, index, mapped):
+    """The export lease of component `index` over its (claim, mapping, address, nbytes) from
+    _map_components: the lease owns the claim."""
+    claim, mapping, data, nbytes = mapped
+    return _memory._Lease(wstate.context_state, _ExportClaim(wstate, index, claim), mapping, own_claim=True,
+                          address=data, nbytes=nbytes)
 
 
 def _runs(wanted):
@@ -530,9 +537,7 @@ class Component(_Exportable):
             # numpy() does this for every component).
             mapped = _map_components(self._wstate, [(self.index, 0)])[1]
             if mapped:
-                claim, mapping, data, nbytes = mapped[0]
-                lease = _memory._Lease(state, _ExportClaim(self._wstate, self.index, claim), mapping,
-                                       own_claim=True, address=data, nbytes=nbytes)
+                lease = _export_lease_of(self._wstate, self.index, mapped[0])
                 self._lease = weakref.ref(lease)
                 return lease
             # That call failed: the same steps one by one, the failing one saying what is wrong. Root.claim
