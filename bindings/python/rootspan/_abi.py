@@ -226,12 +226,13 @@ COMPONENT_MAPPING_IN = bytes(sized(ComponentMapping))
 
 
 _P = c_void_p
-_PP = POINTER(c_void_p)
-_ERR = POINTER(c_void_p)
-_U64P = POINTER(c_uint64)
-_SIZEP = POINTER(c_size_t)
+# A pointer argument is written as the name of what it points to and "*": its ctypes pointer type is made when a
+# function that takes it is first declared (_library), not at import (making one costs some 17 us, and a fresh
+# process calls a third of these functions: issue 33).
+_PP = _ERR = "c_void_p*"
+_U64P = "c_uint64*"
+_SIZEP = "c_size_t*"
 
-# name: (restype, argtypes). Every one of them must be exported by the library.
 PROTOTYPES = {
     "rootspan_version": (c_char_p, []),
     "rootspan_status_name": (c_char_p, [c_int32]),
@@ -242,25 +243,25 @@ PROTOTYPES = {
     "rootspan_error_message": (c_char_p, [_P]),
     "rootspan_error_cause": (c_char_p, [_P]),
     "rootspan_error_policy": (c_char_p, [_P]),
-    "rootspan_error_requested": (c_int32, [_P, POINTER(Requested)]),
-    "rootspan_error_resolution": (c_int, [_P, POINTER(Span)]),
+    "rootspan_error_requested": (c_int32, [_P, "Requested*"]),
+    "rootspan_error_resolution": (c_int, [_P, "Span*"]),
     "rootspan_error_values": (c_int, [_P, _U64P, _U64P]),
     "rootspan_error_free": (None, [_P]),
-    "rootspan_context_create": (c_int32, [POINTER(ContextOptions), _PP, _ERR]),
+    "rootspan_context_create": (c_int32, ["ContextOptions*", _PP, _ERR]),
     "rootspan_context_destroy": (c_int32, [_P, _U64P]),
     "rootspan_provider_report_count": (c_int32, [_P, _SIZEP]),
-    "rootspan_provider_report_get": (c_int32, [_P, c_size_t, POINTER(ProviderReport)]),
+    "rootspan_provider_report_get": (c_int32, [_P, c_size_t, "ProviderReport*"]),
     "rootspan_manifest_count": (c_int32, [_P, _SIZEP]),
     "rootspan_manifest_path": (c_char_p, [_P, c_size_t]),
-    "rootspan_provider_device_info": (c_int32, [_P, c_char_p, c_uint32, POINTER(DeviceInfo), _ERR]),
-    "rootspan_root_allocate": (c_int32, [_P, POINTER(AllocateOptions), _PP, _ERR]),
-    "rootspan_root_import_host": (c_int32, [_P, POINTER(HostImport), _PP, _ERR]),
-    "rootspan_root_get_info": (c_int32, [_P, POINTER(RootInfo)]),
+    "rootspan_provider_device_info": (c_int32, [_P, c_char_p, c_uint32, "DeviceInfo*", _ERR]),
+    "rootspan_root_allocate": (c_int32, [_P, "AllocateOptions*", _PP, _ERR]),
+    "rootspan_root_import_host": (c_int32, [_P, "HostImport*", _PP, _ERR]),
+    "rootspan_root_get_info": (c_int32, [_P, "RootInfo*"]),
     "rootspan_root_release": (c_int32, [_P, _ERR]),
-    "rootspan_span_derive": (c_int32, [_P, c_uint64, c_uint64, POINTER(Span), _ERR]),
+    "rootspan_span_derive": (c_int32, [_P, c_uint64, c_uint64, "Span*", _ERR]),
     "rootspan_claim_acquire": (c_int32, [_P, c_uint64, c_uint64, c_int32, _PP, _ERR]),
-    "rootspan_claim_split": (c_int32, [_P, POINTER(Range), c_size_t, _PP, _ERR]),
-    "rootspan_claim_get_span": (c_int32, [_P, POINTER(Span), POINTER(c_int32)]),
+    "rootspan_claim_split": (c_int32, [_P, "Range*", c_size_t, _PP, _ERR]),
+    "rootspan_claim_get_span": (c_int32, [_P, "Span*", "c_int32*"]),
     "rootspan_claim_release": (c_int32, [_P, _ERR]),
     "rootspan_map_read": (c_int32, [_P, c_int32, c_uint64, c_uint64, _PP, _ERR]),
     "rootspan_map_write": (c_int32, [_P, c_int32, c_uint64, c_uint64, _PP, _ERR]),
@@ -269,31 +270,37 @@ PROTOTYPES = {
     "rootspan_unmap": (c_int32, [_P]),
     "rootspan_copy_from_host": (c_int32, [_P, c_uint64, c_void_p, c_uint64, _ERR]),
     "rootspan_copy_to_host": (c_int32, [_P, c_uint64, c_void_p, c_uint64, _ERR]),
-    "rootspan_weights_load": (c_int32, [_P, c_char_p, POINTER(LoadOptions), _PP, _ERR]),
+    "rootspan_weights_load": (c_int32, [_P, c_char_p, "LoadOptions*", _PP, _ERR]),
     "rootspan_weights_provider": (c_char_p, [_P]),
-    "rootspan_weights_bytes_read": (c_int32, [_P, POINTER(c_uint64)]),
+    "rootspan_weights_bytes_read": (c_int32, [_P, "c_uint64*"]),
     "rootspan_weights_component_count": (c_int32, [_P, _SIZEP]),
-    "rootspan_weights_component": (c_int32, [_P, c_size_t, POINTER(ComponentInfo)]),
+    "rootspan_weights_component": (c_int32, [_P, c_size_t, "ComponentInfo*"]),
     "rootspan_weights_find": (c_int32, [_P, c_char_p, _SIZEP]),
     "rootspan_weights_lookup": (c_int32, [_P, c_char_p, _SIZEP, _ERR]),
     "rootspan_role_name": (c_char_p, [c_int32]),
     "rootspan_weights_skipped_count": (c_int32, [_P, _SIZEP]),
-    "rootspan_weights_skipped": (c_int32, [_P, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),
-    "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
-    "rootspan_weights_source_sha256": (c_int32, [_P, c_size_t, POINTER(c_char), _ERR]),
+    "rootspan_weights_skipped": (c_int32, [_P, c_size_t, "c_char_p*", "c_char_p*"]),
+    "rootspan_weights_component_sha256": (c_int32, [_P, c_size_t, "c_char*", _ERR]),
+    "rootspan_weights_source_sha256": (c_int32, [_P, c_size_t, "c_char*", _ERR]),
     "rootspan_weights_release_component": (c_int32, [_P, c_size_t, _ERR]),
-    "rootspan_weights_map_components": (c_int32, [_P, c_size_t, c_size_t, POINTER(ComponentMapping), _ERR]),
-    "rootspan_weights_unmap_components": (c_int32, [POINTER(ComponentMapping), c_size_t, _ERR]),
+    "rootspan_weights_map_components": (c_int32, [_P, c_size_t, c_size_t, "ComponentMapping*", _ERR]),
+    "rootspan_weights_unmap_components": (c_int32, ["ComponentMapping*", c_size_t, _ERR]),
     "rootspan_weights_free": (c_int32, [_P, _ERR]),
-    "rootspan_checkpoint_inspect": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
-    "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, POINTER(InspectOptions), POINTER(c_void_p),
+    "rootspan_checkpoint_inspect": (c_int32, [c_char_p, "c_void_p*", _ERR]),
+    "rootspan_checkpoint_inspect_with_options": (c_int32, [c_char_p, "InspectOptions*", "c_void_p*",
                                                            _ERR]),
-    "rootspan_weights_digests": (c_int32, [_P, POINTER(c_void_p), _ERR]),
-    "rootspan_weights_read_report": (c_int32, [_P, POINTER(c_void_p), _ERR]),
-    "rootspan_checkpoint_hash": (c_int32, [c_char_p, POINTER(LoadOptions), c_int32, POINTER(c_void_p), _ERR]),
-    "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, POINTER(LoadOptions), POINTER(c_void_p), _ERR]),
-    "rootspan_model_sign": (c_int32, [c_char_p, POINTER(SignOptions), POINTER(c_void_p), _ERR]),
-    "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _ERR]),
-    "rootspan_safetensors_describe_file": (c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
+    "rootspan_weights_digests": (c_int32, [_P, "c_void_p*", _ERR]),
+    "rootspan_weights_read_report": (c_int32, [_P, "c_void_p*", _ERR]),
+    "rootspan_checkpoint_hash": (c_int32, [c_char_p, "LoadOptions*", c_int32, "c_void_p*", _ERR]),
+    "rootspan_checkpoint_read_plan": (c_int32, [c_char_p, "LoadOptions*", "c_void_p*", _ERR]),
+    "rootspan_model_sign": (c_int32, [c_char_p, "SignOptions*", "c_void_p*", _ERR]),
+    "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, "c_void_p*", _ERR]),
+    "rootspan_safetensors_describe_file": (c_int32, [c_char_p, "c_void_p*", _ERR]),
     "rootspan_string_free": (None, [c_void_p]),
 }
+
+
+def prototype(name):
+    """(restype, argtypes) of the library function `name` as ctypes declares them."""
+    restype, argtypes = PROTOTYPES[name]
+    return restype, [POINTER(globals()[t[:-1]]) if isinstance(t, str) else t for t in argtypes]

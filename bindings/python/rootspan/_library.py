@@ -17,6 +17,8 @@ import ctypes.util
 import os
 import threading
 
+import _ctypes  # dlsym: the ctypes module's own, on every POSIX CPython
+
 from . import _abi
 
 SONAME = "librootspan.so.0"
@@ -60,21 +62,52 @@ def candidates():
     return out
 
 
+class _Library(ctypes.CDLL):
+    """The opened library. Each function takes its prototype (_abi.PROTOTYPES) when first used, then stays an
+    attribute: a process uses some 20 of them, and declaring all 62 at the open cost a fresh process 0.2 ms
+    (issue 33)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self._addresses = {}
+
+    def address(self, name):
+        """The address of the library function `name`, for the compiled module, which calls it from C. Found once:
+        ctypes' cast takes a microsecond, and an export asks for every component."""
+        found = self._addresses.get(name)
+        if found is None:
+            found = self._addresses[name] = ctypes.cast(getattr(self, name), ctypes.c_void_p).value
+        return found
+
+    def __getattr__(self, name):
+        if name not in _abi.PROTOTYPES:
+            return super().__getattr__(name)
+        function = self[name]
+        function.restype, function.argtypes = _abi.prototype(name)
+        setattr(self, name, function)  # declared before it is shared: another thread sees it whole, or not
+        return function
+
+
+def _exports(lib, name):
+    """Whether lib exports the symbol name. A plain dlsym: no function object made, as hasattr would make."""
+    try:
+        return bool(_ctypes.dlsym(lib._handle, name))
+    except OSError:
+        return False
+
+
 def _open(path):
-    """The library at path with every prototype declared, or the reason it is unusable."""
+    """The library at path, checked to export every function the package declares, or the reason it is
+    unusable."""
     if os.sep in path and not os.path.exists(path):
         return None, "no such file"
     try:
-        lib = ctypes.CDLL(path)
+        lib = _Library(path)
     except OSError as e:
         return None, str(e)
-    missing = [name for name in _abi.PROTOTYPES if not hasattr(lib, name)]
+    missing = [name for name in _abi.PROTOTYPES if not _exports(lib, name)]
     if missing:
         return None, "does not export " + ", ".join(missing) + " (an older or foreign library?)"
-    for name, (restype, argtypes) in _abi.PROTOTYPES.items():
-        fn = getattr(lib, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
     version = lib.rootspan_version().decode()
     if int(version.split(".")[0]) != ABI_MAJOR:
         return None, f"version {version}, this package needs {ABI_MAJOR}.x"

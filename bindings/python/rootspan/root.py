@@ -79,6 +79,10 @@ class _Exportable:
     def _export_what(self):
         return repr(self)
 
+    def _in_host_memory(self):
+        """Whether the memory is host memory, which numpy() serves."""
+        return self.__dlpack_device__()[0] == host_device()[0]
+
     def numpy(self, dtype=None):
         """A numpy array over the memory, with no copy; read-only when the memory is.
 
@@ -86,7 +90,7 @@ class _Exportable:
         needed for element types numpy lacks (BF16, F8, F6, F4)."""
         import numpy
         dtype_name, shape, readonly = self._export_layout()
-        if self.__dlpack_device__()[0] != host_device()[0]:
+        if not self._in_host_memory():
             raise TypeError(f"{self._export_what()} is device memory; numpy() needs host-accessible memory")
         typestr = dtypes.numpy_typestr(dtype_name)
         if dtype is None and typestr is None:

@@ -254,6 +254,19 @@ def _mapped_array(wstate, run):
     return mappings
 
 
+def _map_one(wstate, index):
+    """(claim, mapping, address, nbytes) of component `index` claimed and mapped whole in one library call
+    (holding the context's lock), or None when the call failed: nothing was claimed or mapped. Through the
+    compiled module where it is there (map_component), else as _map_components does for a run of one."""
+    map_component = getattr(_compiled.describe(), "map_component", None)
+    if map_component is None:
+        mapped = _map_components(wstate, [(index, 0)])[1]
+        return mapped[0] if mapped else None
+    lib = wstate.context_state.lib
+    return map_component(lib.address("rootspan_weights_map_components"),
+                         lib.address("rootspan_weights_unmap_components"), wstate.handle, index)
+
+
 def _map_components(wstate, run):
     """_mapped_array, and [(claim, mapping, address, nbytes)] in run's order ([] when the call failed)."""
     mappings = _mapped_array(wstate, run)
@@ -535,9 +548,9 @@ class Component(_Exportable):
             # One library call claims and maps the whole component and says where it lies, where the claim,
             # the map and reading the mapping's address and length took four (issue 33: Context.load +
             # numpy() does this for every component).
-            mapped = _map_components(self._wstate, [(self.index, 0)])[1]
-            if mapped:
-                lease = _export_lease_of(self._wstate, self.index, mapped[0])
+            mapped = _map_one(self._wstate, self.index)
+            if mapped is not None:
+                lease = _export_lease_of(self._wstate, self.index, mapped)
                 self._lease = weakref.ref(lease)
                 return lease
             # That call failed: the same steps one by one, the failing one saying what is wrong. Root.claim
@@ -567,6 +580,11 @@ class Component(_Exportable):
             if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
                 return host_device()
             return self.root._dlpack_device()
+
+    def _in_host_memory(self):
+        # zero-copy: the host provider mapping the file in place. No lock or liveness check here: the export that
+        # follows makes both (numpy() of every component of a load asked for them twice).
+        return self.zero_copy or super()._in_host_memory()
 
     def _export_what(self):
         return f"component {self.id!r}"
@@ -629,8 +647,7 @@ def _component_values(lib, handle, count):
     compiled rootspan._describe where there is one, else ctypes (the same tuples, more slowly)."""
     compiled = _compiled.describe()
     if compiled is not None:
-        function = ctypes.cast(lib.rootspan_weights_component, ctypes.c_void_p).value
-        return compiled.components(function, handle, count)
+        return compiled.components(lib.address("rootspan_weights_component"), handle, count)
     component_info = lib.rootspan_weights_component
     info = _abi.ComponentInfo()  # filled again for each component; the tuple copies what it keeps
     info.struct_size = ctypes.sizeof(_abi.ComponentInfo)

@@ -683,6 +683,51 @@ class CompiledDescribe(Base):
                 compiled.components(str(function), handle, 1)
             self.assertEqual(compiled.components(function, handle, 0), ([], _abi.OK))
 
+    def map_functions(self):
+        lib = self.ctx._state.lib
+        return lib.address("rootspan_weights_map_components"), lib.address("rootspan_weights_unmap_components")
+
+    def test_an_export_maps_its_component_in_one_compiled_call(self):
+        # numpy() of a component claims and maps it through map_component: the same memory the ctypes way maps.
+        compiled = self.compiled()
+        for strategy in ("read", "mmap"):
+            with self.subTest(strategy=strategy), self.ctx.load(EXAMPLE, strategy=strategy) as weights:
+                component = weights["model.norm.weight"]
+                with unittest.mock.patch.object(compiled, "map_component", wraps=compiled.map_component) as mapped:
+                    array = component.numpy()
+                self.assertEqual(mapped.call_count, 1)
+                compiled_way = (array.__array_interface__["data"][0], array.nbytes, array.tobytes())
+                del array  # its lease ends: the claim and mapping go
+                with unittest.mock.patch.object(_compiled, "describe", return_value=None):
+                    array = component.numpy()
+                self.assertEqual((array.__array_interface__["data"][0], array.nbytes, array.tobytes()), compiled_way)
+                self.assertEqual(compiled_way[1], component.nbytes)
+                del array
+
+    def test_map_component_refuses_bad_calls_and_leaves_nothing_when_the_map_fails(self):
+        compiled = self.compiled()
+        map_address, unmap_address = self.map_functions()
+        lib = self.ctx._state.lib
+        with self.ctx.load(EXAMPLE) as weights:
+            handle = weights._wstate.handle
+            for addresses in ((0, unmap_address, handle), (map_address, 0, handle), (map_address, unmap_address, 0)):
+                with self.subTest(addresses=addresses), self.assertRaisesRegex(ValueError, "got 0"):
+                    compiled.map_component(*addresses, 0)
+            with self.assertRaisesRegex(ValueError, "an index of at least 0, got -1"):
+                compiled.map_component(map_address, unmap_address, handle, -1)
+            with self.assertRaises(TypeError):
+                compiled.map_component(str(map_address), unmap_address, handle, 0)
+            self.assertIsNone(compiled.map_component(map_address, unmap_address, handle, len(weights)))  # past the end
+            component = weights["model.norm.weight"]
+            claim = component.root.claim(exclusive=True)
+            self.assertIsNone(compiled.map_component(map_address, unmap_address, handle, component.index))
+            claim.release()  # the refused call claimed nothing: the next one gets the whole component
+            claim_handle, mapping, data, nbytes = compiled.map_component(map_address, unmap_address, handle,
+                                                                         component.index)
+            self.assertEqual((nbytes, data != 0), (component.nbytes, True))
+            self.assertEqual(lib.rootspan_unmap(mapping), _abi.OK)
+            self.assertEqual(lib.rootspan_claim_release(claim_handle, None), _abi.OK)
+
     def test_the_setting_turns_it_off_or_is_refused(self):
         self.compiled()  # "off" means something only where the module is there
         self.addCleanup(setattr, _compiled, "_found", _compiled._found)
