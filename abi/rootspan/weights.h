@@ -543,6 +543,43 @@ ROOTSPAN_API rootspan_status rootspan_safetensors_describe(const void *bytes, si
  * *json is freed with rootspan_string_free. */
 ROOTSPAN_API rootspan_status rootspan_safetensors_describe_file(const char *path, char **json, rootspan_error **error);
 
+/* Added in 0.7.0. One tensor of a safetensors header, as
+ * rootspan_safetensors_each_tensor hands it to the caller's function. The
+ * library fills it; every pointer in it is valid for that one call. */
+typedef struct rootspan_safetensors_tensor {
+  size_t struct_size;    /* the library's sizeof: a field that ends past it is not there (fields are only appended) */
+  const char *name;      /* the header's name, UTF-8, NUL-terminated (a header whose name holds a NUL is refused) */
+  const char *dtype;     /* the header's element type, as written there: "F32", "BF16", "F8_E4M3", ... */
+  uint32_t rank;         /* entries in shape (0 for a scalar) */
+  const uint64_t *shape; /* rank extents; NULL when rank is 0 */
+  uint64_t offset;       /* where its bytes start, counted from the file's first byte */
+  uint64_t byte_length;  /* its bytes (0 for an empty tensor) */
+} rootspan_safetensors_tensor;
+#define ROOTSPAN_SAFETENSORS_TENSOR_LAST_FIELD byte_length
+#define ROOTSPAN_SAFETENSORS_TENSOR_STRUCT_SIZE \
+  ROOTSPAN_STRUCT_END(rootspan_safetensors_tensor, ROOTSPAN_SAFETENSORS_TENSOR_LAST_FIELD)
+ROOTSPAN_GUARD_STRUCT_SIZE(rootspan_safetensors_tensor, ROOTSPAN_SAFETENSORS_TENSOR_STRUCT_SIZE);
+
+/* Called by rootspan_safetensors_each_tensor for each tensor, in file order,
+ * on the calling thread. A non-zero return stops the walk: the call then
+ * fails with ROOTSPAN_ERR_CANCELLED. */
+typedef int (*rootspan_safetensors_tensor_fn)(void *context, const rootspan_safetensors_tensor *tensor);
+
+/* Added in 0.7.0. rootspan_safetensors_describe_file without the JSON, for a
+ * caller that keeps a table of its own of a file's tensors (the Python
+ * drop-in's safe_open, over files of thousands): the file is opened and
+ * checked as that call does, and only then is each(context, tensor) called
+ * for every tensor in file order. *metadata_json (when metadata_json is not
+ * NULL) is the header's "__metadata__" as a JSON object, or "null" when it has
+ * none, freed with rootspan_string_free. Errors: those of
+ * rootspan_safetensors_describe_file, before each is called at all;
+ * ROOTSPAN_ERR_CANCELLED when each returned non-zero, naming the tensor it
+ * stopped at (*metadata_json is then NULL); ROOTSPAN_ERR_INVALID_ARGUMENT for
+ * a NULL path or each. Operation "open_checkpoint". */
+ROOTSPAN_API rootspan_status rootspan_safetensors_each_tensor(const char *path, rootspan_safetensors_tensor_fn each,
+                                                              void *context, char **metadata_json,
+                                                              rootspan_error **error);
+
 typedef struct rootspan_inspect_options {
   size_t struct_size;
   const char *schema_path; /* a component schema to validate against the checkpoint, or NULL; borrowed for the call */

@@ -819,6 +819,107 @@ TEST_F(WeightsCApiTest, ADescriptionWritesEveryTensorNameAsTheHeaderHasIt) {
   EXPECT_EQ(described, expected);
 }
 
+// ---- a file's tensors handed over one by one ------------------------------
+
+int count_tensor(void *calls, const rootspan_safetensors_tensor * /*tensor*/) {
+  ++*static_cast<int *>(calls);
+  return 0;
+}
+
+TEST_F(WeightsCApiTest, EachTensorHandsOverWhatTheDescriptionLists) {
+  // The walk hands over each tensor as the JSON description lists it, in file order: a scalar (no shape), an
+  // empty tensor (no bytes) and a sub-byte type among them.
+  const WrittenFile file = write_safetensors(
+      dir_, "model.safetensors", {{"w", "F32", {2, 3}}, {"s", "I64", {}}, {"e", "U8", {0, 4}}, {"q", "F4", {8}}}, 31);
+  char *json = nullptr;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_safetensors_describe_file(file.path.c_str(), &json, &raw), ROOTSPAN_OK) << describe(raw);
+  const auto document = nlohmann::json::parse(json);
+  rootspan_string_free(json);
+  nlohmann::json walked = nlohmann::json::array();
+  const rootspan_safetensors_tensor_fn each = [](void *context, const rootspan_safetensors_tensor *t) {
+    EXPECT_EQ(t->struct_size, ROOTSPAN_SAFETENSORS_TENSOR_STRUCT_SIZE);
+    EXPECT_EQ(t->shape == nullptr, t->rank == 0) << t->name;
+    const std::vector<std::uint64_t> shape(t->shape, t->shape + t->rank);
+    static_cast<nlohmann::json *>(context)->push_back({t->name, t->dtype, shape, t->offset, t->byte_length});
+    return 0;
+  };
+  char *metadata = nullptr;
+  ASSERT_EQ(rootspan_safetensors_each_tensor(file.path.c_str(), each, &walked, &metadata, &raw), ROOTSPAN_OK)
+      << describe(raw);
+  EXPECT_EQ(walked, document["tensors"]);
+  ASSERT_NE(metadata, nullptr);
+  EXPECT_STREQ(metadata, "null") << "a header without __metadata__";
+  rootspan_string_free(metadata);
+  int calls = 0;
+  EXPECT_EQ(rootspan_safetensors_each_tensor(file.path.c_str(), count_tensor, &calls, nullptr, nullptr), ROOTSPAN_OK)
+      << "no metadata asked for";
+  EXPECT_EQ(calls, 4);
+}
+
+TEST_F(WeightsCApiTest, EachTensorGivesTheHeadersMetadata) {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt","note":"caf\u00e9"},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})";
+  std::vector<std::byte> bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF));
+  for (char c : header) bytes.push_back(static_cast<std::byte>(c));
+  bytes.insert(bytes.end(), 2, std::byte{7});
+  const fs::path path = dir_.write("meta.safetensors", bytes);
+  char *metadata = nullptr;
+  rootspan_error *raw = nullptr;
+  int calls = 0;
+  ASSERT_EQ(rootspan_safetensors_each_tensor(path.c_str(), count_tensor, &calls, &metadata, &raw), ROOTSPAN_OK)
+      << describe(raw);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(nlohmann::json::parse(metadata), nlohmann::json({{"format", "pt"}, {"note", "caf\xc3\xa9"}}));
+  rootspan_string_free(metadata);
+}
+
+TEST_F(WeightsCApiTest, EachTensorStopsWhereTheFunctionSaysAndRefusesBadCalls) {
+  const WrittenFile file =
+      write_safetensors(dir_, "model.safetensors", {{"a", "F32", {1}}, {"b", "F32", {1}}, {"c", "F32", {1}}}, 32);
+  const rootspan_safetensors_tensor_fn stop_at_the_second = [](void *calls, const rootspan_safetensors_tensor *) {
+    return ++*static_cast<int *>(calls) == 2 ? 1 : 0;
+  };
+  int calls = 0;
+  char unset = 0;
+  char *metadata = &unset;
+  rootspan_error *raw = nullptr;
+  ASSERT_EQ(rootspan_safetensors_each_tensor(file.path.c_str(), stop_at_the_second, &calls, &metadata, &raw),
+            ROOTSPAN_ERR_CANCELLED);
+  ErrorPtr stopped(raw);
+  const std::string why = rootspan_error_message(stopped.get());
+  EXPECT_NE(why.find("stopped the walk of"), std::string::npos) << why;
+  EXPECT_NE(why.find("at tensor \"b\" (2 of 3)"), std::string::npos) << why;
+  EXPECT_EQ(calls, 2) << "no tensor after the one it stopped at";
+  EXPECT_EQ(metadata, nullptr);
+
+  // A file that breaks a rule is refused before any tensor is handed over.
+  std::vector<std::byte> cut(file.bytes.begin(), file.bytes.end() - 1);
+  const fs::path truncated = dir_.write("cut.safetensors", cut);
+  calls = 0;
+  for (const fs::path &bad : {truncated, dir_.path()}) {
+    SCOPED_TRACE(bad.string());
+    raw = nullptr;
+    EXPECT_EQ(rootspan_safetensors_each_tensor(bad.c_str(), count_tensor, &calls, nullptr, &raw),
+              ROOTSPAN_ERR_INVALID_CHECKPOINT);
+    ErrorPtr refused(raw);
+    EXPECT_NE(std::string(rootspan_error_message(refused.get())).find(bad.filename().string()), std::string::npos)
+        << rootspan_error_message(refused.get());
+  }
+  EXPECT_EQ(calls, 0);
+  raw = nullptr;
+  metadata = &unset;
+  EXPECT_EQ(rootspan_safetensors_each_tensor(nullptr, count_tensor, &calls, &metadata, &raw),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
+  ErrorPtr no_path(raw);
+  EXPECT_NE(std::string(rootspan_error_message(no_path.get())).find("path or each is NULL"), std::string::npos);
+  EXPECT_EQ(metadata, nullptr);
+  EXPECT_EQ(rootspan_safetensors_each_tensor(file.path.c_str(), nullptr, &calls, nullptr, nullptr),
+            ROOTSPAN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(calls, 0);
+}
+
 // ---- element types and schema shapes --------------------------------------
 
 TEST_F(WeightsCApiTest, AnEmptyTensorIsSkippedByTheDefaultSchemaAndTheRestLoads) {

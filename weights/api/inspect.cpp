@@ -63,11 +63,14 @@ void append_json_string(std::string &out, std::string_view text) {
 
 }  // namespace
 
+std::string safetensors_metadata_json(const SafetensorsHeader &header) {
+  return header.has_metadata() ? nlohmann::json(header.metadata()).dump() : "null";
+}
+
 std::string describe_safetensors_file(const SafetensorsFile &file) {
-  nlohmann::json metadata = nullptr;
-  if (file.header.has_metadata()) metadata = file.header.metadata();
   std::string out = R"({"format":"safetensors","bytes":)" + std::to_string(file.file_size) + R"(,"header_bytes":)" +
-                    std::to_string(file.header_size) + R"(,"metadata":)" + metadata.dump() + R"(,"tensors":[)";
+                    std::to_string(file.header_size) + R"(,"metadata":)" + safetensors_metadata_json(file.header) +
+                    R"(,"tensors":[)";
   out.reserve(out.size() + file.header.tensors().size() * 64);
   bool first = true;
   for (const TensorInfo &tensor : file.header.tensors()) {

@@ -20,6 +20,10 @@ nlohmann::json describe_checkpoint(const std::filesystem::path &path, const Chec
 // of 10,000 tensors builds no tree of 10,000 objects on either side.
 std::string describe_safetensors_file(const SafetensorsFile &file);
 
+// The header's "__metadata__" as compact JSON: an object of strings, or null
+// when the header has none (the "metadata" of describe_safetensors_file).
+std::string safetensors_metadata_json(const SafetensorsHeader &header);
+
 // A schema resolved against a checkpoint without loading it (`rootspan
 // inspect --schema`): {"path", "components": [{"id", "role", "sources",
 // "bytes", "segments"}], "skipped": [{"id", "reason"}]}.

@@ -811,6 +811,37 @@ rootspan_status rootspan_safetensors_describe_file(const char *path, char **json
   });
 }
 
+rootspan_status rootspan_safetensors_each_tensor(const char *path, rootspan_safetensors_tensor_fn each, void *context,
+                                                 char **metadata_json, rootspan_error **error) {
+  if (metadata_json != nullptr) *metadata_json = nullptr;
+  if (path == nullptr || each == nullptr) return invalid(error, "open_checkpoint", "path or each is NULL");
+  return guarded(error, "open_checkpoint", [&]() -> Result<void> {
+    auto opened = weights::open_safetensors(std::filesystem::path(path), weights::ParsedDigests::kSkip);
+    if (!opened) return opened.error();
+    const weights::SafetensorsFile &file = opened.value();
+    const auto &tensors = file.header.tensors();
+    rootspan_safetensors_tensor tensor{};
+    tensor.struct_size = ROOTSPAN_SAFETENSORS_TENSOR_STRUCT_SIZE;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const weights::TensorInfo &t = tensors[i];
+      tensor.name = t.name.c_str();
+      tensor.dtype = t.dtype.name.data();  // a name of the dtype table: a NUL-terminated literal
+      tensor.rank = static_cast<std::uint32_t>(t.shape.size());
+      tensor.shape = t.shape.empty() ? nullptr : t.shape.data();
+      tensor.offset = file.data_offset() + t.begin;
+      tensor.byte_length = t.byte_length();
+      if (each(context, &tensor) != 0) {
+        return rootspan::make_error(ROOTSPAN_ERR_CANCELLED, "open_checkpoint",
+                                    "the caller's function stopped the walk of " + rootspan::quoted_text(path) +
+                                        " at tensor " + rootspan::quoted_text(t.name) + " (" + std::to_string(i + 1) +
+                                        " of " + std::to_string(tensors.size()) + ")");
+      }
+    }
+    if (metadata_json != nullptr) *metadata_json = c_string(weights::safetensors_metadata_json(file.header));
+    return BOOST_OUTCOME_V2_NAMESPACE::success();
+  });
+}
+
 rootspan_status rootspan_checkpoint_read_plan(const char *path, const rootspan_load_options *options, char **json,
                                               rootspan_error **error) {
   if (path == nullptr || json == nullptr) return invalid(error, "plan_reads", "path or json is NULL");

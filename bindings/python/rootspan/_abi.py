@@ -296,6 +296,8 @@ PROTOTYPES = {
     "rootspan_model_sign": (c_int32, [c_char_p, "SignOptions*", "c_void_p*", _ERR]),
     "rootspan_safetensors_describe": (c_int32, [c_void_p, c_size_t, c_char_p, "c_void_p*", _ERR]),
     "rootspan_safetensors_describe_file": (c_int32, [c_char_p, "c_void_p*", _ERR]),
+    # each: the compiled module's function, called from C (rootspan._describe.safetensors_table)
+    "rootspan_safetensors_each_tensor": (c_int32, [c_char_p, c_void_p, c_void_p, "c_char_p*", _ERR]),
     "rootspan_string_free": (None, [c_void_p]),
 }
 

@@ -7,9 +7,10 @@ hash_checkpoint and sign (rootspan.sign) make what a verified or signed
 load checks against: a digest manifest, a model signature.
 """
 import ctypes
+import json
 import os
 
-from . import _abi, _arguments, _library
+from . import _abi, _arguments, _compiled, _library
 from ._arguments import check_bool, check_int, optional_path, path_list
 from ._checkpoint import call_json, call_text, checkpoint_options
 
@@ -108,6 +109,26 @@ def describe_safetensors_file(path):
     path_c = _path_argument(path)
     lib = _library.get()
     return call_json(lib, lib.rootspan_safetensors_describe_file, path_c)
+
+
+def safetensors_file_table(path):
+    """(metadata, tensors) of one safetensors file: its header's __metadata__ (a dict, or None when it has none)
+    and {name: (dtype, shape (a list), offset, bytes)} in file order, as the drop-in's safe_open keeps them. Where
+    the compiled module is there, it builds the table as the library walks the header
+    (rootspan_safetensors_each_tensor): no JSON to write and parse again, some 4 ms of a 10,000-tensor file's
+    open (issue 33). Else, and where the library refuses the file (to raise what describe_safetensors_file
+    raises), from describe_safetensors_file."""
+    table = getattr(_compiled.describe(), "safetensors_table", None)
+    if table is not None:
+        lib = _library.get()
+        made = table(lib.address("rootspan_safetensors_each_tensor"), lib.address("rootspan_string_free"),
+                     _path_argument(path))
+        if made is not None:
+            metadata, tensors = made
+            return json.loads(metadata), tensors
+    description = describe_safetensors_file(path)
+    return description["metadata"], {name: (dtype, shape, offset, nbytes)
+                                     for name, dtype, shape, offset, nbytes in description["tensors"]}
 
 
 def describe_safetensors(data, name="<memory>"):

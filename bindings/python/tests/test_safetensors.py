@@ -327,15 +327,14 @@ class TorchLoad(Folder):
         from rootspan.safetensors import _open
         path = self.path("empty-and-dense.safetensors")
         st_torch.save_file({"w": torch.arange(4, dtype=torch.float32), "e": torch.zeros(0, 3)}, path)
-        real = _open.describe_safetensors_file
+        real = _open.safetensors_file_table
 
         def changed(p):
-            description = real(p)
-            description["tensors"] = [[n, code, [8] if n == "w" else shape, offset, 32 if n == "w" else nbytes]
-                                      for n, code, shape, offset, nbytes in description["tensors"]]
-            return description
+            metadata, tensors = real(p)
+            return metadata, {n: (code, [8], offset, 32) if n == "w" else (code, shape, offset, nbytes)
+                              for n, (code, shape, offset, nbytes) in tensors.items()}
 
-        with mock.patch.object(_open, "describe_safetensors_file", changed):
+        with mock.patch.object(_open, "safetensors_file_table", changed):
             with self.assertRaises(SafetensorError) as refused:
                 st_torch.load_file(path)
         self.assertIn("changed since it was opened: tensor w is no longer F32[8] of 32 bytes", str(refused.exception))

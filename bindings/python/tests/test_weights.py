@@ -7,6 +7,7 @@ leak over repeated loads."""
 import ctypes
 import gc
 import importlib.machinery
+import json
 import os
 import shutil
 import struct
@@ -727,6 +728,60 @@ class CompiledDescribe(Base):
             self.assertEqual((nbytes, data != 0), (component.nbytes, True))
             self.assertEqual(lib.rootspan_unmap(mapping), _abi.OK)
             self.assertEqual(lib.rootspan_claim_release(claim_handle, None), _abi.OK)
+
+    def test_a_safetensors_header_table_is_the_one_its_description_gives(self):
+        # safetensors_table (the drop-in's safe_open) builds, from the library's walk, the table the JSON
+        # description gives: metadata or none, a scalar, an empty tensor, a sub-byte type, names JSON escapes.
+        self.compiled()
+        with_metadata = os.path.join(self.tmp.name, "meta.safetensors")
+        header = {"__metadata__": {"format": "pt", "note": "caf\u00e9"},
+                  "w": {"dtype": "F32", "shape": [2, 1], "data_offsets": [0, 8]},
+                  'a "quoted"\\name': {"dtype": "I64", "shape": [], "data_offsets": [8, 16]},
+                  "empty": {"dtype": "U8", "shape": [0, 3], "data_offsets": [16, 16]},
+                  "caf\u00e9.q": {"dtype": "F4", "shape": [4], "data_offsets": [16, 18]}}
+        write_safetensors(with_metadata, {"w": ("U8", (18,), bytes(range(18)))}, header_text=json.dumps(header))
+        plain = os.path.join(self.tmp.name, "plain.safetensors")
+        write_safetensors(plain, {"x": ("BF16", (3,), bytes(6)), "y": ("F64", (1,), bytes(8))})
+        for path in (with_metadata, plain):
+            with self.subTest(path=os.path.basename(path)):
+                with unittest.mock.patch.object(_compiled.describe(), "safetensors_table",
+                                                wraps=_compiled.describe().safetensors_table) as walked:
+                    compiled = rootspan.inspect.safetensors_file_table(path)
+                self.assertEqual(walked.call_count, 1)
+                with unittest.mock.patch.object(_compiled, "describe", return_value=None):
+                    by_json = rootspan.inspect.safetensors_file_table(path)
+                self.assertEqual(compiled, by_json)
+                self.assertEqual(list(compiled[1]), list(by_json[1]), "file order, both ways")
+        metadata, tensors = rootspan.inspect.safetensors_file_table(with_metadata)
+        self.assertEqual(metadata, {"format": "pt", "note": "caf\u00e9"})
+        self.assertEqual(tensors['a "quoted"\\name'], ("I64", [], 8 + os.path.getsize(with_metadata) - 18, 8))
+        self.assertEqual(list(tensors), ["w", 'a "quoted"\\name', "empty", "caf\u00e9.q"])
+
+    def test_a_refused_header_says_why_as_its_description_does(self):
+        # The walk of a file the library refuses gives None; the table then comes from the description, whose
+        # error says what is wrong, the same either way.
+        compiled = self.compiled()
+        broken = os.path.join(self.tmp.name, "cut.safetensors")
+        write_safetensors(broken, {"w": ("F32", (4,), bytes(16))})
+        with open(broken, "r+b") as f:
+            f.truncate(os.path.getsize(broken) - 1)
+        lib = self.ctx._state.lib
+        addresses = (lib.address("rootspan_safetensors_each_tensor"), lib.address("rootspan_string_free"))
+        self.assertIsNone(compiled.safetensors_table(*addresses, os.fsencode(broken)))
+        messages = []
+        for describe in (_compiled.describe, lambda: None):
+            with unittest.mock.patch.object(_compiled, "describe", describe), \
+                    self.assertRaises(rootspan.InvalidCheckpointError) as caught:
+                rootspan.inspect.safetensors_file_table(broken)
+            messages.append(str(caught.exception))
+        self.assertEqual(messages[0], messages[1])
+        self.assertIn("cut.safetensors", messages[0])
+        with self.assertRaisesRegex(ValueError, "got 0"):
+            compiled.safetensors_table(0, addresses[1], os.fsencode(broken))
+        with self.assertRaisesRegex(ValueError, "got 0"):
+            compiled.safetensors_table(addresses[0], 0, os.fsencode(broken))
+        with self.assertRaises(TypeError):
+            compiled.safetensors_table(*addresses, broken)  # str: the path crosses as bytes
 
     def test_the_setting_turns_it_off_or_is_refused(self):
         self.compiled()  # "off" means something only where the module is there

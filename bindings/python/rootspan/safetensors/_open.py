@@ -25,7 +25,7 @@ import os
 import threading
 
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
-from rootspan.inspect import describe_safetensors_file
+from rootspan.inspect import safetensors_file_table
 from rootspan.weights import lease_of_view, map_file_views, map_leases
 from rootspan.safetensors import _dtypes, _slicing
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
@@ -158,16 +158,12 @@ class safe_open:
         # _memory.gc_paused)
         with _memory.gc_paused():
             try:
-                description = describe_safetensors_file(self._path)
+                # _tensors: name -> (dtype code, shape, absolute offset, bytes), in file order
+                self._metadata, self._tensors = safetensors_file_table(self._path)
             except _core_errors.Error as e:
                 if e.name == "InvalidCheckpoint":
                     raise from_core(e) from e
                 raise SafetensorError(f"Error while deserializing header: {e}") from e
-            self._metadata = description["metadata"]
-            # name -> (dtype code, shape, absolute offset, bytes), in file order; each entry unpacked rather than
-            # sliced (10,000 tensors: 1.0 ms, not 1.3)
-            self._tensors = {name: (code, shape, offset, nbytes)
-                             for name, code, shape, offset, nbytes in description["tensors"]}
         self._loaded_tensors = sum(1 for t in self._tensors.values() if t[3])  # the core loads no empty tensor
 
     # ---- the reference's methods ---------------------------------------------------------------
