@@ -574,8 +574,8 @@ typedef int (*rootspan_safetensors_tensor_fn)(void *context, const rootspan_safe
  * none, freed with rootspan_string_free. Errors: those of
  * rootspan_safetensors_describe_file, before each is called at all;
  * ROOTSPAN_ERR_CANCELLED when each returned non-zero, naming the tensor it
- * stopped at (*metadata_json is then NULL); ROOTSPAN_ERR_INVALID_ARGUMENT for
- * a NULL path or each. Operation "open_checkpoint". */
+ * stopped at; ROOTSPAN_ERR_INVALID_ARGUMENT for a NULL path or each. On every
+ * failure *metadata_json is NULL. Operation "open_checkpoint". */
 ROOTSPAN_API rootspan_status rootspan_safetensors_each_tensor(const char *path, rootspan_safetensors_tensor_fn each,
                                                               void *context, char **metadata_json,
                                                               rootspan_error **error);

@@ -303,6 +303,6 @@ PROTOTYPES = {
 
 
 def prototype(name):
-    """(restype, argtypes) of the library function `name` as ctypes declares them."""
+    """(restype, argtypes) of the library function `name` as ctypes declares them (test_api declares every one)."""
     restype, argtypes = PROTOTYPES[name]
     return restype, [POINTER(globals()[t[:-1]]) if isinstance(t, str) else t for t in argtypes]

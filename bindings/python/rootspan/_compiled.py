@@ -1,6 +1,7 @@
 """The package's one compiled module, rootspan._describe (optional), and where it is found.
 
-1. ROOTSPAN_PYTHON_EXTENSION=off: not used; the package describes and maps components through ctypes. Read once,
+1. ROOTSPAN_PYTHON_EXTENSION=off: not used; the package describes and maps components through ctypes, and
+   reads a safetensors header's table from its JSON description. Read once,
    at the first load; any value other than on or off is refused (ValueError) before that load starts, and
    again at each later one.
 2. Installed (meson install, a wheel): beside this file, imported as rootspan._describe.

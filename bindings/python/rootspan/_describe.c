@@ -14,9 +14,9 @@
  * or ROOTSPAN_PYTHON_EXTENSION=off) rootspan/weights.py makes the same tuples
  * through ctypes; the tests compare the two.
  *
- * It links nothing: the caller passes the address of the library's
- * rootspan_weights_component (from ctypes), so the module serves whichever
- * librootspan.so the package opened. Private to the package: a wrong address
+ * It links nothing: the caller passes the addresses of the library functions
+ * it calls (from ctypes), so the module serves whichever librootspan.so the
+ * package opened. Private to the package: a wrong address
  * is a crash, as it would be through ctypes.
  */
 #define PY_SSIZE_T_CLEAN
@@ -255,7 +255,12 @@ static int add_tensor(void *context, const rootspan_safetensors_tensor *tensor) 
                  tensor->struct_size, (size_t)ROOTSPAN_SAFETENSORS_TENSOR_STRUCT_SIZE);
     return 1;
   }
-  if (tensor->dtype != table->last_dtype) {
+  if (tensor->rank > 0 && tensor->shape == NULL) {  // the library promises a shape for every rank above 0
+    PyErr_Format(PyExc_ValueError, "safetensors_table: tensor %s has rank %u but no shape",
+                 tensor->name ? tensor->name : "(no name)", (unsigned)tensor->rank);
+    return 1;
+  }
+  if (table->last_dtype_text == NULL || tensor->dtype != table->last_dtype) {
     PyObject *dtype = text(tensor->dtype);
     if (dtype == NULL) {
       return 1;
@@ -293,7 +298,8 @@ static int add_tensor(void *context, const rootspan_safetensors_tensor *tensor) 
  * bytes. The header of one safetensors file as the drop-in's safe_open keeps it, in file order, built as the
  * library walks the tensors: no JSON to write and read back (some 4 ms of 10,000 tensors' open). None when the
  * library refused the file: the caller asks again through rootspan_safetensors_describe_file, whose error says
- * why. The GIL is held throughout: the walk makes Python objects. */
+ * why. The GIL is held throughout, the file's read and check included: the walk makes Python objects. (The JSON
+ * way held it as long: json.loads and the table took as much as this whole call does.) */
 static PyObject *safetensors_table(PyObject *module, PyObject *args) {
   (void)module;
   unsigned long long each_address = 0;
@@ -363,7 +369,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     "rootspan._describe",
-    "Every component of a load described in one call; one mapped for its export in one.",
+    "Every component of a load described in one call, one mapped for its export in one, a safetensors header's "
+    "table built as the library walks it, and (built with DLPack's header) copied tensors as DLPack capsules.",
     -1,
     methods,
     NULL,

@@ -17,7 +17,7 @@ import ctypes.util
 import os
 import threading
 
-import _ctypes  # dlsym: the ctypes module's own, on every POSIX CPython
+import _ctypes  # dlsym: the ctypes module's own
 
 from . import _abi
 
@@ -62,10 +62,18 @@ def candidates():
     return out
 
 
+# What finalizers call to give memory back (a lease, claim, root, weights or context that is garbage): declared
+# at the open, not at first use, which can come while the interpreter shuts down and the modules a declaration
+# needs are gone.
+_DECLARED_AT_OPEN = ("rootspan_unmap", "rootspan_claim_release", "rootspan_root_release",
+                     "rootspan_weights_release_component", "rootspan_weights_unmap_components",
+                     "rootspan_weights_free", "rootspan_context_destroy", "rootspan_error_free")
+
+
 class _Library(ctypes.CDLL):
     """The opened library. Each function takes its prototype (_abi.PROTOTYPES) when first used, then stays an
-    attribute: a process uses some 20 of them, and declaring all 62 at the open cost a fresh process 0.2 ms
-    (issue 33)."""
+    attribute: a process uses some 20 of them, and declaring all of them at the open cost a fresh process
+    0.2 ms (issue 33). The release functions are declared at the open (_DECLARED_AT_OPEN)."""
 
     def __init__(self, path):
         super().__init__(path)
@@ -89,9 +97,13 @@ class _Library(ctypes.CDLL):
 
 
 def _exports(lib, name):
-    """Whether lib exports the symbol name. A plain dlsym: no function object made, as hasattr would make."""
+    """Whether lib exports the symbol name. A plain dlsym where CPython's ctypes has one (every system with
+    dlopen): no function object made, as hasattr would make."""
+    dlsym = getattr(_ctypes, "dlsym", None)
+    if dlsym is None:
+        return hasattr(lib, name)
     try:
-        return bool(_ctypes.dlsym(lib._handle, name))
+        return bool(dlsym(lib._handle, name))
     except OSError:
         return False
 
@@ -108,6 +120,8 @@ def _open(path):
     missing = [name for name in _abi.PROTOTYPES if not _exports(lib, name)]
     if missing:
         return None, "does not export " + ", ".join(missing) + " (an older or foreign library?)"
+    for name in _DECLARED_AT_OPEN:
+        getattr(lib, name)
     version = lib.rootspan_version().decode()
     if int(version.split(".")[0]) != ABI_MAJOR:
         return None, f"version {version}, this package needs {ABI_MAJOR}.x"

@@ -582,9 +582,15 @@ class Component(_Exportable):
             return self.root._dlpack_device()
 
     def _in_host_memory(self):
-        # zero-copy: the host provider mapping the file in place. No lock or liveness check here: the export that
-        # follows makes both (numpy() of every component of a load asked for them twice).
-        return self.zero_copy or super()._in_host_memory()
+        # zero-copy: the host provider mapping the file in place. Without the lock __dlpack_device__ takes: the
+        # export that follows takes it, and checks liveness again under it (numpy() of every component of a
+        # load took the lock twice). A released component says so first, as __dlpack_device__ would.
+        if not self.zero_copy:
+            return super()._in_host_memory()
+        lease = self._lease() if self._lease is not None else None
+        if lease is None or lease.mapping is None:
+            self._live("export")
+        return True
 
     def _export_what(self):
         return f"component {self.id!r}"

@@ -101,6 +101,30 @@ class Finder(unittest.TestCase):
         self.assertIn(f"LOADED {libdir}/librootspan.so.0 ['host']", out)
 
 
+class Declarations(unittest.TestCase):
+    """Each function the package calls takes its ctypes prototype when first used; the release functions that
+    finalizers call are declared when the library is opened."""
+
+    def test_every_function_takes_the_prototype_the_package_declares(self):
+        from rootspan import _abi
+        lib = rootspan._library.get()
+        for name in _abi.PROTOTYPES:
+            with self.subTest(name=name):
+                restype, argtypes = _abi.prototype(name)  # every pointer type resolves
+                function = getattr(lib, name)
+                self.assertEqual((function.restype, tuple(function.argtypes)), (restype, tuple(argtypes)))
+                self.assertTrue(all(hasattr(t, "from_param") for t in argtypes), argtypes)  # ctypes types, no names
+                self.assertIs(getattr(lib, name), function, "declared once, then an attribute")
+
+    def test_the_release_functions_are_declared_at_the_open(self):
+        code = ("import rootspan\nfrom rootspan import _library\nlib = _library.get()\n"
+                "print(sorted(n for n in _library._DECLARED_AT_OPEN if n not in vars(lib)))\n"
+                "print('rootspan_weights_load' in vars(lib))\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.split("\n")[:2], ["[]", "False"])
+
+
 class MesonInstall(unittest.TestCase):
     """`meson install` of this build into a staging folder: the package, its recorded libdir, and a load."""
 

@@ -255,6 +255,19 @@ class FileRegions(Base):
 
 
 class Lifetime(Base):
+    def test_numpy_of_a_released_zero_copy_component_says_it_was_released(self):
+        # Before any other refusal, a type numpy lacks included: the liveness check comes first.
+        path = os.path.join(tempfile.mkdtemp(prefix="rootspan-released-"), "bf16.safetensors")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path))
+        write_safetensors(path, {"b": ("BF16", (2,), bytes(4)), "f": ("F32", (1,), bytes(4))})
+        weights = self.ctx.load(path, strategy="mmap")
+        components = [weights[name] for name in ("b", "f")]
+        self.assertTrue(all(c.zero_copy for c in components))
+        weights.close()
+        for component in components:
+            with self.subTest(component=component.id), self.assertRaisesRegex(ValueError, "was released"):
+                component.numpy()
+
     def test_close_keeps_what_a_consumer_holds_and_releases_the_rest(self):
         weights = self.ctx.load(EXAMPLE, strategy="read")
         held = weights["model.norm.weight"]
