@@ -572,11 +572,15 @@ class Component(_Exportable):
             self._lease = weakref.ref(lease)
             return lease
 
+    def _require_exportable(self):
+        """A component whose memory no lease holds any more must still be live to be exported."""
+        lease = self._lease() if self._lease is not None else None
+        if lease is None or lease.mapping is None:
+            self._live("export")
+
     def __dlpack_device__(self):
         with self._wstate.context_state.lock:
-            lease = self._lease() if self._lease is not None else None
-            if lease is None or lease.mapping is None:
-                self._live("export")
+            self._require_exportable()
             if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
                 return host_device()
             return self.root._dlpack_device()
@@ -587,9 +591,7 @@ class Component(_Exportable):
         # load took the lock twice). A released component says so first, as __dlpack_device__ would.
         if not self.zero_copy:
             return super()._in_host_memory()
-        lease = self._lease() if self._lease is not None else None
-        if lease is None or lease.mapping is None:
-            self._live("export")
+        self._require_exportable()
         return True
 
     def _export_what(self):
