@@ -16,6 +16,7 @@ shared.
 """
 import collections.abc
 import ctypes
+import functools
 import itertools
 import operator
 import struct
@@ -254,17 +255,26 @@ def _mapped_array(wstate, run):
     return mappings
 
 
+# (library, the compiled module's map_component, that function with the library's two functions bound): made
+# at the first export, not at each (a load's thousands), and again for another library or function.
+_map_one_call = (None, None, None)
+
+
 def _map_one(wstate, index):
     """(claim, mapping, address, nbytes) of component `index` claimed and mapped whole in one library call
     (holding the context's lock), or None when the call failed: nothing was claimed or mapped. Through the
     compiled module where it is there (map_component), else as _map_components does for a run of one."""
-    map_component = getattr(_compiled.describe(), "map_component", None)
+    global _map_one_call
+    lib, map_component = wstate.context_state.lib, getattr(_compiled.describe(), "map_component", None)
     if map_component is None:
         mapped = _map_components(wstate, [(index, 0)])[1]
         return mapped[0] if mapped else None
-    lib = wstate.context_state.lib
-    return map_component(lib.address("rootspan_weights_map_components"),
-                         lib.address("rootspan_weights_unmap_components"), wstate.handle, index)
+    cached = _map_one_call  # read once: another thread may set it meanwhile
+    if cached[0] is not lib or cached[1] is not map_component:
+        cached = _map_one_call = (lib, map_component, functools.partial(
+            map_component, lib.address("rootspan_weights_map_components"),
+            lib.address("rootspan_weights_unmap_components")))
+    return cached[2](wstate.handle, index)
 
 
 def _map_components(wstate, run):
@@ -596,6 +606,15 @@ class Component(_Exportable):
 
     def _export_what(self):
         return f"component {self.id!r}"
+
+    def numpy(self, dtype=None):
+        """(_Exportable.numpy) The usual export in fewer steps: a zero-copy component (the file's pages, host
+        memory) as an array of its own numpy type and shape, which Context.load's callers ask of each of
+        thousands (issue 33). The lease's liveness check is the one said first, as on the general path."""
+        if dtype is None and self.zero_copy and self.numpy_dtype is not None and self.encoding != "block_quantized":
+            return _memory.ndarray(self._export_lease(), 0, dtypes.numpy_typestr(self.dtype), self.shape,
+                                   self.read_only)
+        return super().numpy(dtype)
 
     def sha256(self):
         """The SHA-256 (hex) of the component's bytes as they lie in provider memory (writes made through its
