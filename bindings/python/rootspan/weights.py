@@ -608,13 +608,15 @@ class Component(_Exportable):
         return f"component {self.id!r}"
 
     def numpy(self, dtype=None):
-        """(_Exportable.numpy) The usual export in fewer steps: a zero-copy component (the file's pages, host
-        memory) as an array of its own numpy type and shape, which Context.load's callers ask of each of
-        thousands (issue 33). The lease's liveness check is the one said first, as on the general path."""
+        # The usual call in fewer steps (issue 33: Context.load's callers make it for each of thousands of
+        # components): a zero-copy component is the file's pages, host memory, exported in its own numpy type
+        # and shape. _export_lease refuses a released component first, as the general path does.
         if dtype is None and self.zero_copy and self.numpy_dtype is not None and self.encoding != "block_quantized":
             return _memory.ndarray(self._export_lease(), 0, dtypes.numpy_typestr(self.dtype), self.shape,
                                    self.read_only)
         return super().numpy(dtype)
+
+    numpy.__doc__ = _Exportable.numpy.__doc__
 
     def sha256(self):
         """The SHA-256 (hex) of the component's bytes as they lie in provider memory (writes made through its

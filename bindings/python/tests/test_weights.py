@@ -8,6 +8,7 @@ import ctypes
 import gc
 import importlib.machinery
 import json
+import math
 import os
 import shutil
 import struct
@@ -267,6 +268,32 @@ class Lifetime(Base):
         for component in components:
             with self.subTest(component=component.id), self.assertRaisesRegex(ValueError, "was released"):
                 component.numpy()
+
+    def test_numpy_of_a_zero_copy_component_is_the_general_ways_array(self):
+        # Component.numpy's short way (a zero-copy component in its own numpy type) against _Exportable.numpy's:
+        # the same memory, type, shape and writability, for every type numpy has, read-only loads too.
+        path = os.path.join(tempfile.mkdtemp(prefix="rootspan-numpy-"), "types.safetensors")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path))
+        # each a multiple of 8 bytes: every tensor stays aligned for its type, so every one is zero-copy
+        values = {"BOOL": (8,), "U8": (2, 4), "I16": (4, 1), "U32": (2,), "I64": (1,), "F16": (4,), "F32": (2, 2),
+                  "F64": (), "C64": (1,)}
+        width = {**ELEMENT_BYTES, "C64": 8}
+        data = {name: bytes(range(width[name] * math.prod(shape))) for name, shape in values.items()}
+        data["BOOL"] = bytes([1, 0] * 4)  # a bool is 0 or 1
+        write_safetensors(path, {name.lower(): (name, shape, data[name]) for name, shape in values.items()})
+        for read_only in (False, True):
+            with self.ctx.load(path, strategy="mmap", read_only=read_only) as weights:
+                for name, shape in values.items():
+                    component = weights[name.lower()]
+                    with self.subTest(type=name, read_only=read_only):
+                        self.assertTrue(component.zero_copy)
+                        short = component.numpy()
+                        general = rootspan.root._Exportable.numpy(component)
+                        self.assertEqual((short.__array_interface__["data"], short.dtype, short.shape),
+                                         (general.__array_interface__["data"], general.dtype, general.shape))
+                        self.assertEqual((short.shape, short.flags.writeable), (shape, not read_only))
+                        self.assertEqual(short.tobytes(), general.tobytes())
+                        self.assertIs(short.base.lease, general.base.lease)  # one lease for both exports
 
     def test_close_keeps_what_a_consumer_holds_and_releases_the_rest(self):
         weights = self.ctx.load(EXAMPLE, strategy="read")
