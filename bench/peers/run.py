@@ -30,7 +30,8 @@ is reported, not fatal.
 Also: the time to a first tensor in a fresh process (import, open, one tensor read) for safetensors and
 the drop-in against plain Python reading the same bytes, and the cost per tensor handed to Python on the
 10,000-tensor file: in the tables, a fresh process's one load; and in one process that has loaded before
-(every Python path in one interpreter, interleaved rounds of the load alone, at least 5). Results are
+(every Python path in one interpreter, interleaved rounds of the load alone, at least 5; with --before,
+its paths in interpreters of their own, taking turns with the others). Results are
 printed and, unless --smoke (or with --out), written to bench/results/peers-<date>.md.
 """
 import argparse
@@ -557,9 +558,7 @@ def measure(args, env, path_name, ckpt):
         return {"load_s": elapsed, "touch_s": 0.0, "rss_peak": usage.ru_maxrss * 1024, "rss_base": 0,
                 "tensors": ckpt["tensors"], "bytes": ckpt["bytes"]}
     if path_name.endswith(BEFORE):
-        env = dict(env, PYTHONPATH=args.before)
-        if args.before_library:
-            env["ROOTSPAN_LIBRARY"] = args.before_library
+        env = before_env(args, env)
     if path_name == "C API":
         cmd = [args.c_load, ckpt["path"], "auto"]
     else:
@@ -579,16 +578,33 @@ def _json_of(cmd, env, timeout):
         return {"error": "no result: " + r.stdout[-200:] + r.stderr[-200:]}
 
 
+def before_env(args, env):
+    """The environment of a [before] path: the package as it was, and its library where one was given."""
+    env = dict(env, PYTHONPATH=args.before)
+    if args.before_library:
+        env["ROOTSPAN_LIBRARY"] = args.before_library
+    return env
+
+
 def in_process(args, env, ckpt, paths):
     """{path: [seconds per load]} of the Python paths measured in one process (in_process_worker), or
-    {"error": ...}."""
-    python = [p for p in paths if p not in ("C API", "CLI") and not p.endswith(BEFORE)]
-    if not python:
-        return {}
+    {"error": ...}. The [before] paths are measured in processes of their own, over the package as it was:
+    the two sides take turns (two processes each), so that neither meets a quieter machine throughout."""
+    now = [p for p in paths if p not in ("C API", "CLI") and not p.endswith(BEFORE)]
+    was = [base(p) for p in paths if p.endswith(BEFORE)]
     rounds = 1 if args.smoke else max(args.rounds, 5)
-    return _json_of([sys.executable, os.path.abspath(__file__), "--in-process", ",".join(python), "--rounds",
-                     str(rounds), "--checkpoint", ckpt["path"], "--files", os.pathsep.join(ckpt["files"])],
-                    env, args.timeout)
+    sides = [(names, side_env, tag) for names, side_env, tag in ((now, env, ""), (was, None, BEFORE)) if names]
+    merged = {}
+    for _ in range(2 if was and not args.smoke else 1):
+        for names, side_env, tag in sides:
+            got = _json_of([sys.executable, os.path.abspath(__file__), "--in-process", ",".join(names), "--rounds",
+                            str(rounds), "--checkpoint", ckpt["path"], "--files", os.pathsep.join(ckpt["files"])],
+                           side_env or before_env(args, env), args.timeout)
+            if "error" in got:
+                return got
+            for path_name, times in got.items():
+                merged.setdefault(path_name + tag, []).extend(times)
+    return merged
 
 
 def spread(values):
@@ -761,7 +777,9 @@ def render(args, ckpts, paths, skipped, results, errors, modes, how, first, prob
             lines.append(f"| {k} | {statistics.median(t) * 1e3:.1f} | {statistics.median(w) * 1e3:.1f} |")
     if steady:
         lines += ["", f"## Per tensor handed to Python, in one process ({ckpts['many']['tensors']:,} tensors; "
-                  "every path loaded once first, then interleaved rounds of the load alone)", ""]
+                  "every path loaded once first, then interleaved rounds of the load alone"
+                  + ("; the [before] paths in processes of their own, two each, taking turns with two of the "
+                     "others" if any(p.endswith(BEFORE) for p in steady) else "") + ")", ""]
         if "error" in steady:
             lines.append(f"Failed: `{steady['error'].splitlines()[-1] if steady['error'] else ''}`")
         else:
