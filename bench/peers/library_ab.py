@@ -7,7 +7,8 @@ that side's environment settings (--before-env, --after-env), in fresh
 processes, alternating, for --rounds rounds. Each process times, on every file
 given: describing the file (rootspan.inspect.describe_safetensors_file), the
 drop-in's safe_open with keys(), with its first tensor, and with every tensor,
-its load_file, and rootspan.torch.load; each the median of --calls calls after
+its load_file, rootspan.torch.load, and Context.load with numpy() of every
+component; each the median of --calls calls after
 one unmeasured call. It says which compiled module (rootspan._describe) each
 side used, and warns when only one side had one. The library measured first alternates from round to round. Prints the median over the rounds of each, before and
 after, their ratio, and each side's spread ((slowest - fastest) / median).
@@ -17,6 +18,9 @@ usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE
 e.g. the Python package's compiled module off and on, over one library:
        library_ab.py --before build/librootspan.so --before-env ROOTSPAN_PYTHON_EXTENSION=off \
                      --after build/librootspan.so FILE.safetensors
+     or two versions of the package (a `git worktree` of the earlier one) over one library:
+       library_ab.py --before build/librootspan.so --before-env PYTHONPATH=OLD/bindings/python \
+                     --after build/librootspan.so --after-env PYTHONPATH=bindings/python FILE.safetensors
 """
 import argparse
 import json
@@ -29,9 +33,17 @@ import time
 
 def child(files, calls):
     """In the measured process: {"<file name> <operation>": median ms}."""
+    import numpy
+
     import rootspan.safetensors.torch as drop_in
     import rootspan.torch
     from rootspan.inspect import describe_safetensors_file
+
+    context = rootspan.Context()
+
+    def arrays(path):  # numpy has no bfloat16: such a component's bytes
+        with context.load(path) as weights:
+            return [c.numpy() if c.numpy_dtype is not None else c.numpy(dtype=numpy.uint8) for c in weights.values()]
 
     def timed(operation):
         operation()
@@ -56,6 +68,7 @@ def child(files, calls):
             "safe_open + every tensor": lambda: opened(path, lambda f: {k: f.get_tensor(k) for k in f.keys()}),
             "load_file": lambda: drop_in.load_file(path),
             "rootspan.torch.load": lambda: rootspan.torch.load(path),
+            "Context.load + numpy()": lambda: arrays(path),
         }
         for name, operation in operations.items():
             out[f"{path} {name}"] = timed(operation)
