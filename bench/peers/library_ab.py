@@ -2,8 +2,9 @@
 """Two builds of librootspan, or two settings of one, side by side on what the
 header parse and the per-tensor path weigh on.
 
-The same Python package runs over each side's library (ROOTSPAN_LIBRARY), with
-that side's environment settings (--before-env, --after-env), in fresh
+Each side's processes load that side's library (ROOTSPAN_LIBRARY) with that
+side's environment settings (--before-env, --after-env; PYTHONPATH among them
+runs another copy of the Python package), in fresh
 processes, alternating, for --rounds rounds. Each process times, on every file
 given: describing the file (rootspan.inspect.describe_safetensors_file), the
 drop-in's safe_open with keys(), with its first tensor, and with every tensor,
@@ -18,7 +19,8 @@ usage: library_ab.py --before OLD/librootspan.so --after NEW/librootspan.so FILE
 e.g. the Python package's compiled module off and on, over one library:
        library_ab.py --before build/librootspan.so --before-env ROOTSPAN_PYTHON_EXTENSION=off \
                      --after build/librootspan.so FILE.safetensors
-     or two versions of the package (a `git worktree` of the earlier one) over one library:
+     or two versions of the package (a `git worktree` of the earlier one) over one library, both using the
+     compiled module that library's build made (so only the Python code differs):
        library_ab.py --before build/librootspan.so --before-env PYTHONPATH=OLD/bindings/python \
                      --after build/librootspan.so --after-env PYTHONPATH=bindings/python FILE.safetensors
 """
@@ -33,8 +35,6 @@ import time
 
 def child(files, calls):
     """In the measured process: {"<file name> <operation>": median ms}."""
-    import numpy
-
     import rootspan.safetensors.torch as drop_in
     import rootspan.torch
     from rootspan.inspect import describe_safetensors_file
@@ -42,6 +42,7 @@ def child(files, calls):
     context = rootspan.Context()
 
     def arrays(path):  # numpy has no bfloat16: such a component's bytes
+        import numpy
         with context.load(path) as weights:
             return [c.numpy() if c.numpy_dtype is not None else c.numpy(dtype=numpy.uint8) for c in weights.values()]
 

@@ -270,29 +270,37 @@ class Lifetime(Base):
                 component.numpy()
 
     def test_numpy_of_a_zero_copy_component_is_the_general_ways_array(self):
-        # Component.numpy's short way (a zero-copy component in its own numpy type) against _Exportable.numpy's:
-        # the same memory, type, shape and writability, for every type numpy has, read-only loads too.
+        # Component.numpy's short way (a zero-copy component in its own numpy type, which it takes without
+        # _Exportable.numpy) against _Exportable.numpy's: the same memory, type, shape and writability, and one
+        # lease whichever asks first, for every type numpy has that a file holds, read-only loads too.
         path = os.path.join(tempfile.mkdtemp(prefix="rootspan-numpy-"), "types.safetensors")
         self.addCleanup(shutil.rmtree, os.path.dirname(path))
         # each a multiple of 8 bytes: every tensor stays aligned for its type, so every one is zero-copy
-        values = {"BOOL": (8,), "U8": (2, 4), "I16": (4, 1), "U32": (2,), "I64": (1,), "F16": (4,), "F32": (2, 2),
-                  "F64": (), "C64": (1,)}
+        values = {"BOOL": (8,), "U8": (2, 4), "I8": (8,), "I16": (4, 1), "U16": (4,), "I32": (2,), "U32": (2,),
+                  "I64": (1,), "U64": (1,), "F16": (4,), "F32": (2, 2), "F64": (), "C64": (1,)}
         width = {**ELEMENT_BYTES, "C64": 8}
         data = {name: bytes(range(width[name] * math.prod(shape))) for name, shape in values.items()}
         data["BOOL"] = bytes([1, 0] * 4)  # a bool is 0 or 1
         write_safetensors(path, {name.lower(): (name, shape, data[name]) for name, shape in values.items()})
+        general_way = rootspan.root._Exportable.numpy
         for read_only in (False, True):
             with self.ctx.load(path, strategy="mmap", read_only=read_only) as weights:
                 for name, shape in values.items():
                     component = weights[name.lower()]
                     with self.subTest(type=name, read_only=read_only):
                         self.assertTrue(component.zero_copy)
-                        short = component.numpy()
-                        general = rootspan.root._Exportable.numpy(component)
+                        general_first = read_only  # the lease made by either way serves the other
+                        general = general_way(component) if general_first else None
+                        with unittest.mock.patch.object(rootspan.root._Exportable, "numpy",
+                                                        wraps=general_way) as took_general_way:
+                            short = component.numpy()
+                        self.assertEqual(took_general_way.call_count, 0, "the short way must serve this call")
+                        if not general_first:
+                            general = general_way(component)
                         self.assertEqual((short.__array_interface__["data"], short.dtype, short.shape),
                                          (general.__array_interface__["data"], general.dtype, general.shape))
                         self.assertEqual((short.shape, short.flags.writeable), (shape, not read_only))
-                        self.assertEqual(short.tobytes(), general.tobytes())
+                        self.assertEqual(short.tobytes(), data[name])
                         self.assertIs(short.base.lease, general.base.lease)  # one lease for both exports
 
     def test_close_keeps_what_a_consumer_holds_and_releases_the_rest(self):
