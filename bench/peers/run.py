@@ -68,6 +68,7 @@ PATHS = {
     "CLI": ("rootspan", False, "build/tools/rootspan load --strategy auto --populate (wall time of the process)"),
 }
 BEFORE = " [before]"  # a rootspan Python path run over --before's copy of the package
+NOT_PYTHON = ("C API", "CLI")  # paths that run no Python: none is measured in one process or over --before
 
 
 def base(path_name):
@@ -591,14 +592,12 @@ def in_process(args, env, ckpt, paths):
     {"error": ...}. The [before] paths are measured in processes of their own, over the package as it was,
     the two sides taking turns (two processes each; one in smoke mode), so that neither meets a quieter
     machine throughout. Where only the [before] side fails, its rows are left out and the failure printed."""
-    def python_paths(names):
-        return [p for p in names if p not in ("C API", "CLI")]
-
-    now = python_paths(p for p in paths if not p.endswith(BEFORE))
-    was = python_paths(base(p) for p in paths if p.endswith(BEFORE))
+    now = [p for p in paths if p not in NOT_PYTHON and not p.endswith(BEFORE)]
+    was = [base(p) for p in paths if p.endswith(BEFORE)]  # Python paths only (run)
+    if not now:
+        return {}
     rounds = 1 if args.smoke else max(args.rounds, 5)
-    sides = [(names, side_env, tag) for names, side_env, tag in
-             ((now, env, ""), (was, before_env(args, env) if was else None, BEFORE)) if names]
+    sides = [(now, env, "")] + ([(was, before_env(args, env), BEFORE)] if was else [])
     merged = {}
     for _ in range(2 if was and not args.smoke else 1):
         for names, side_env, tag in list(sides):
@@ -636,7 +635,7 @@ def run(args):
     skipped = {p: avail[p] for p in paths if avail[p] is not None}
     paths = [p for p in paths if avail[p] is None]
     if args.before:  # each rootspan Python path again over the package as it was
-        paths += [p + BEFORE for p in paths if p in args.before_paths.split(",") and p not in ("C API", "CLI")]
+        paths += [p + BEFORE for p in paths if p in args.before_paths.split(",") and p not in NOT_PYTHON]
     for p, why in skipped.items():
         print(f"skipped: {p}: {why}")
     args.before_note = before_note(args)

@@ -551,8 +551,8 @@ class Component(_Exportable):
         After close(), a component whose memory is still in use keeps exporting it; once released, never."""
         state = self._wstate.context_state
         with state.lock:
-            lease = self._lease() if self._lease is not None else None
-            if lease is not None and lease.mapping is not None:
+            lease = self._live_lease()
+            if lease is not None:
                 return lease
             self._live("export")
             # One library call claims and maps the whole component and says where it lies, where the claim,
@@ -582,10 +582,14 @@ class Component(_Exportable):
             self._lease = weakref.ref(lease)
             return lease
 
+    def _live_lease(self):
+        """The lease every export of this component shares, while it still holds the memory; else None."""
+        lease = self._lease() if self._lease is not None else None
+        return lease if lease is not None and lease.mapping is not None else None
+
     def _require_exportable(self):
         """A component whose memory no lease holds any more must still be live to be exported."""
-        lease = self._lease() if self._lease is not None else None
-        if lease is None or lease.mapping is None:
+        if self._live_lease() is None:
             self._live("export")
 
     def __dlpack_device__(self):
@@ -623,8 +627,8 @@ class Component(_Exportable):
         arrays and tensors included)."""
         state = self._wstate.context_state
         with state.lock:
-            lease = self._lease() if self._lease is not None else None
-            if lease is not None and lease.mapping is not None:  # exported: hash the memory under that claim
+            lease = self._live_lease()
+            if lease is not None:  # exported: hash the memory under that claim
                 return _sha256_of(lease)
             # Under the lock, so that a close on another thread cannot free the handle during the call.
             self._live("verify")
