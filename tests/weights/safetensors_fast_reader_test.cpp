@@ -104,8 +104,7 @@ TEST(SafetensorsFastReader, GivesUpOnEveryBrokenRule) {
   }
 }
 
-TEST(SafetensorsFastReader, OutlineScanRefusesWhatWouldMakeALargeTreeBeforeParsing) {
-  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+TEST(SafetensorsFastReader, GivesUpPastEveryLimitAndReadsUpToIt) {
   auto shape_of = [](std::size_t rank) {
     std::string shape = "[";
     for (std::size_t i = 0; i < rank; ++i) shape += i == 0 ? "0" : ",0";
@@ -119,18 +118,23 @@ TEST(SafetensorsFastReader, OutlineScanRefusesWhatWouldMakeALargeTreeBeforeParsi
     for (std::size_t i = 0; i < members; ++i) text += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + value;
     return text + "}";
   };
-  EXPECT_TRUE(safetensors_outline_plausible(header_of_shape(kMaxTensorRank)));
-  EXPECT_FALSE(safetensors_outline_plausible(header_of_shape(kMaxTensorRank + 1)));
-  EXPECT_FALSE(safetensors_outline_plausible(header_of_shape(5'000'000)));  // the audit's header, scaled down
-  EXPECT_TRUE(safetensors_outline_plausible(object_of(kMaxTensorsPerFile, entry)));
-  EXPECT_FALSE(safetensors_outline_plausible(object_of(kMaxTensorsPerFile + 1, "0")));
+  const auto rank_64 = read_safetensors_fields_fast(header_of_shape(kMaxTensorRank));
+  ASSERT_TRUE(rank_64.has_value());
+  EXPECT_EQ(rank_64->tensors.at(0).shape.size(), kMaxTensorRank);
+  EXPECT_FALSE(read_safetensors_fields_fast(header_of_shape(kMaxTensorRank + 1)).has_value());
   EXPECT_FALSE(
-      safetensors_outline_plausible(R"({"__metadata__":)" + object_of(kMaxTensorsPerFile + 1, R"("v")") + "}"));
-  EXPECT_FALSE(safetensors_outline_plausible(R"({"t":{"shape":[[0]]}})"));  // four levels
-  EXPECT_FALSE(safetensors_outline_plausible(R"({"t":{"shape":[-0]}})"));   // a minus sign
-  // Strings are skipped whole, escaped quotes and backslashes included: nothing in them counts.
-  EXPECT_TRUE(safetensors_outline_plausible(R"({"a-[{,\"-0":{"s":"\\","x":"-{[,,,\"]"}})"));
-  EXPECT_FALSE(safetensors_outline_plausible(R"({"a\\":-1})"));  // the name ends at the second quote
+      read_safetensors_fields_fast(header_of_shape(5'000'000)).has_value());  // the audit's header, scaled down
+  // One member more than a header may hold, each a valid entry: refused once counted, before any is read.
+  const std::string entry = R"({"dtype":"U8","shape":[0],"data_offsets":[0,0]})";
+  EXPECT_FALSE(read_safetensors_fields_fast(object_of(kMaxTensorsPerFile + 1, entry)).has_value());
+  const std::string strings = object_of(kMaxTensorsPerFile + 1, R"("v")");
+  EXPECT_FALSE(read_safetensors_fields_fast(R"({"__metadata__":)" + strings + "}").has_value());
+  // Text after the header's object, even a whole second object, is not a header.
+  const std::string one = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  ASSERT_TRUE(read_safetensors_fields_fast(one).has_value());
+  EXPECT_FALSE(read_safetensors_fields_fast(one + " {}").has_value());
+  EXPECT_FALSE(read_safetensors_fields_fast(one + "}").has_value());
+  EXPECT_FALSE(read_safetensors_fields_fast(one + " 0").has_value());
 }
 
 }  // namespace
