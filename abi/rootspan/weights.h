@@ -255,7 +255,9 @@ ROOTSPAN_API rootspan_status rootspan_weights_digests(const rootspan_weights *we
  * used: never "auto"), "reason" (one sentence: why that one), "warmed_bytes"
  * (populate: mapped bytes read in), "reads": null when nothing was copied by
  * reads, else {"engine" ("io_uring" or "pread threads"), "engine_note" (why
- * not io_uring, or ""), "queue_depth", "max_bytes_in_flight", "requests",
+ * not io_uring, or ""), "threads" (pread threads started: as many as the
+ * load's bytes keep busy at a mebibyte each, at most 8; 0 for io_uring),
+ * "queue_depth", "max_bytes_in_flight", "requests",
  * "bytes", "direct_bytes", "bounced_bytes" (bytes copied out of aligned
  * bounce buffers: the unaligned heads and tails of direct reads),
  * "peak_requests_in_flight", "peak_bytes_in_flight", "fallbacks": [{"file",

@@ -121,6 +121,9 @@ TEST_F(ReadStrategyTest, DirectReadsGiveTheFilesBytesAtEveryAlignment) {
       ASSERT_TRUE(r["reads"].is_object()) << r.dump();
       const std::uint64_t total = file.bytes.size() - file.data_offset;
       EXPECT_EQ(r["reads"]["bytes"], total);
+      // The pread threads: as many as the load's bytes keep busy at a mebibyte each (here 2).
+      const std::uint64_t threads = r["reads"]["engine"] == "io_uring" ? 0 : (total + (1u << 20) - 1) >> 20;
+      EXPECT_EQ(r["reads"]["threads"], threads) << r.dump();
       if (r["reads"]["fallbacks"].empty()) {
         // Tensors of 64 KiB or less are read buffered: here e and f go direct.
         EXPECT_EQ(r["reads"]["direct_bytes"], 70000u + (1u << 20)) << r.dump();

@@ -4,8 +4,9 @@
 // cancelling completion stops the reads, and the in-flight budget holds
 // (counted, never timed), small ranges are read buffered, and adjacent ranges
 // are gathered into one request.
-// Each test runs on both engines; and the pread threads that cannot all be
-// started (a thread limit) read with those that could.
+// Each test runs on both engines; the pread threads are as many as the
+// expected bytes keep busy; and those that cannot all be started (a thread
+// limit) read with those that could.
 #include "weights/files/parallel_reader.hpp"
 
 #include <fcntl.h>
@@ -433,6 +434,33 @@ ParallelReadOptions eight_read_threads() {
   o.gather_adjacent = false;
   o.operation = "test_read";
   return o;
+}
+
+TEST(ParallelReaderThreads, AsManyThreadsStartAsTheExpectedBytesKeepBusyAtAMebibyteEach) {
+  TempDir tmp;
+  const std::vector<std::byte> bytes = random_bytes(3 << 20, 23);
+  const InputFile file = open_input(tmp.write("data.bin", bytes));
+  const auto threads_for = [&](std::uint64_t expected, std::size_t queue_depth) -> std::size_t {
+    ParallelReadOptions o = eight_read_threads();
+    o.expected_bytes = expected;
+    o.queue_depth = queue_depth;
+    const std::size_t before = own_threads();
+    auto reader = ParallelReader::create(std::move(o));
+    EXPECT_TRUE(reader) << reader.error()->cause;
+    if (!reader) return 0;
+    EXPECT_EQ(own_threads() - before, reader.value()->stats().threads);  // the stats count what runs
+    std::vector<std::byte> into(bytes.size());
+    EXPECT_TRUE(reader.value()->submit({&file, 0, into.data(), into.size(), "whole"}));
+    EXPECT_TRUE(reader.value()->drain());
+    EXPECT_EQ(into, bytes);  // however few, they read every byte
+    return reader.value()->stats().threads;
+  };
+  EXPECT_EQ(threads_for(600'000, 16), 1u);  // a file of 10,000 small tensors
+  EXPECT_EQ(threads_for(1 << 20, 16), 1u);  // a whole mebibyte
+  EXPECT_EQ(threads_for((3 << 20) + 1, 16), 4u);
+  EXPECT_EQ(threads_for(0, 16), 8u);  // unknown: the most
+  EXPECT_EQ(threads_for(1ull << 40, 16), 8u);
+  EXPECT_EQ(threads_for(1ull << 40, 3), 3u);  // never more than may be in flight
 }
 
 TEST(ParallelReaderThreads, ReadThreadsThatCannotAllStartReadWithThoseThatDid) {

@@ -361,6 +361,7 @@ nlohmann::json reads_json(const weights::ParallelReadStats &stats) {
   for (const auto &[file, reason] : stats.fallbacks) fallbacks.push_back({{"file", file}, {"reason", reason}});
   return {{"engine", weights::read_engine_name(stats.engine)},
           {"engine_note", stats.engine_note},
+          {"threads", stats.threads},
           {"queue_depth", stats.queue_depth},
           {"max_bytes_in_flight", stats.max_bytes_in_flight},
           {"requests", stats.requests},

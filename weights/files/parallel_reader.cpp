@@ -25,6 +25,7 @@ namespace rootspan::weights {
 namespace {
 
 constexpr std::size_t kMaximumThreads = 8;
+constexpr std::uint64_t kBytesPerThread = 1ull << 20;       // ParallelReadOptions::expected_bytes
 constexpr std::uint64_t kMaximumRequestBytes = 1ull << 30;  // io_uring takes 32-bit lengths
 constexpr std::uint32_t kMaximumAlignment = 4096;           // the bounce buffers' alignment
 constexpr std::size_t kMaximumPieces = 1024;                // ranges gathered into one preadv (IOV_MAX)
@@ -162,6 +163,7 @@ class ThreadEngine final : public ParallelReader::Engine {
     queued_cv_.notify_one();
     return true;
   }
+  std::size_t threads() const { return workers_.size(); }
   std::pair<ParallelReader::Request *, long> wait() override {
     std::unique_lock lock(mutex_);
     done_cv_.wait(lock, [this] { return !done_.empty(); });
@@ -308,8 +310,15 @@ Result<std::unique_ptr<ParallelReader>> ParallelReader::create(ParallelReadOptio
 #endif
   }
   if (!reader->engine_) {
+    std::size_t threads = std::min(reader->options_.queue_depth, kMaximumThreads);
+    if (const std::uint64_t expected = reader->options_.expected_bytes; expected != 0) {
+      threads = static_cast<std::size_t>(
+          std::min<std::uint64_t>(threads, round_up(expected, kBytesPerThread) / kBytesPerThread));
+    }
     try {
-      reader->engine_ = std::make_unique<ThreadEngine>(std::min(reader->options_.queue_depth, kMaximumThreads));
+      auto engine = std::make_unique<ThreadEngine>(threads);
+      stats.threads = engine->threads();
+      reader->engine_ = std::move(engine);
     } catch (const std::system_error &e) {
       return make_error(ROOTSPAN_ERR_OUT_OF_MEMORY, reader->options_.operation,
                         std::string("cannot start the read threads: ") + e.what());

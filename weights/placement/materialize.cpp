@@ -146,6 +146,7 @@ class LoadRun {
       : context_(context),
         provider_(std::move(provider)),
         options_(options),
+        bytes_(total),
         // Digests hash their bytes once the load has placed them, and source
         // digests every byte loaded once more.
         total_(total + digest_bytes(options.digests) + (options.source_digests ? total : 0)) {
@@ -439,6 +440,7 @@ class LoadRun {
       read.mode = options_.strategy == Strategy::kDirect ? ReadMode::kDirect : ReadMode::kBuffered;
       read.engine = options_.read_engine;
       read.queue_depth = options_.queue_depth;
+      read.expected_bytes = bytes_;  // at most: some components may be mapped
       read.request_bytes = options_.read_request_bytes;
       read.max_bytes_in_flight = options_.max_bytes_in_flight;
       read.operation = kOperation;
@@ -565,7 +567,8 @@ class LoadRun {
   Context &context_;
   std::shared_ptr<Provider> provider_;
   const LoadOptions &options_;
-  std::uint64_t total_;
+  std::uint64_t bytes_;                          // the components' bytes
+  std::uint64_t total_;                          // the progress's: those, and the bytes digests hash
   std::vector<const ParallelHasher *> hashers_;  // digests being hashed, counted in the progress
   Landings landings_;                            // verified loads: where the bytes landed
   std::uint64_t loaded_ = 0;

@@ -759,7 +759,7 @@ class Weights(collections.abc.Mapping):
     def read_report(self):
         """How the files were read: {"requested", "strategy" (the one used), "reason" (why), "warmed_bytes",
         "reads": None when nothing was copied by reads, else {"engine" ("io_uring" or "pread threads"),
-        "queue_depth", "requests", "bytes", "direct_bytes", "bounced_bytes", "peak_requests_in_flight",
+        "threads", "queue_depth", "requests", "bytes", "direct_bytes", "bounced_bytes", "peak_requests_in_flight",
         "peak_bytes_in_flight", "fallbacks": [{"file", "reason"}], ...}} (docs/cold-start.md)."""
         state = self._context._state
         with state.lock:  # the liveness check and the call, against a close on another thread
