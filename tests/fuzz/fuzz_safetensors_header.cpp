@@ -2,12 +2,14 @@
 // as a whole file and as a header alone, must give a validated header or a
 // Diagnostic — never a crash, hang, exception or a header that breaks the
 // tiling rules, and never a header the fast reader accepts and the strict
-// one refuses. Seed corpus: tests/fuzz/corpus/safetensors_header/.
+// one refuses, or reads otherwise in place than from its own copy.
+// Seed corpus: tests/fuzz/corpus/safetensors_header/.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 
@@ -77,12 +79,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   }
 
   // 3. The fast header reader agrees with the strict one: whatever it
-  //    accepts, the strict reader accepts with the same fields.
+  //    accepts, the strict reader accepts with the same fields. Read where
+  //    it lies, padded with closing braces (kHeaderReadPadding), it gives
+  //    what it gives from its own copy.
   if (rootspan::check_json_text(text, ROOTSPAN_ERR_INVALID_CHECKPOINT, "fuzz", "fuzz")) {
-    if (auto fast = rootspan::weights::read_safetensors_fields_fast(text)) {
+    auto fast = rootspan::weights::read_safetensors_fields_fast(text);
+    if (fast) {
       auto strict = rootspan::weights::read_safetensors_fields_strictly(text, "fuzz.safetensors");
       if (!strict || !same_fields(*fast, strict.value())) std::abort();
     }
+    const std::string padded = std::string(text) + std::string(rootspan::weights::kHeaderReadPadding, '}');
+    auto in_place =
+        rootspan::weights::read_safetensors_fields_fast(std::string_view(padded.data(), size), padded.size());
+    if (in_place.has_value() != fast.has_value() || (fast && !same_fields(*fast, *in_place))) std::abort();
   }
   return 0;
 }

@@ -280,12 +280,12 @@ Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view head
 }
 
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
-                                                   std::string_view file_name) {
+                                                   std::string_view file_name, std::size_t readable) {
   const Failure fail{file_name};
   if (auto checked = check_json_text(header_json, ROOTSPAN_ERR_INVALID_CHECKPOINT, kOperation, file_name); !checked) {
     return checked.error();
   }
-  std::optional<SafetensorsFields> fast = read_safetensors_fields_fast(header_json);
+  std::optional<SafetensorsFields> fast = read_safetensors_fields_fast(header_json, readable);
   if (!fast) {
     auto strict = read_safetensors_fields_strictly(header_json, file_name);
     if (!strict) return strict.error();
@@ -370,11 +370,15 @@ Result<SafetensorsFile> open_safetensors(const InputFile &input, ParsedDigests d
     return explain_header_length(checked.error(), prefix, file_name);
   }
 
-  // Only now, with N bounded by the limit and the file, is the header read.
-  std::string header_json(static_cast<std::size_t>(header_size), '\0');
-  auto read = file->read_exact(std::as_writable_bytes(std::span(header_json)), kSafetensorsPrefix);
+  // Only now, with N bounded by the limit and the file, is the header read,
+  // into a buffer with room after it for the parser to read in place.
+  std::string buffer(static_cast<std::size_t>(header_size) + kHeaderReadPadding, '\0');
+  const std::string_view header_json(buffer.data(), static_cast<std::size_t>(header_size));
+  auto read =
+      file->read_exact(std::as_writable_bytes(std::span(buffer.data(), header_json.size())), kSafetensorsPrefix);
   if (!read) return read.error();
-  auto header = parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name);
+  auto header =
+      parse_safetensors_header(header_json, file_size - kSafetensorsPrefix - header_size, file_name, buffer.size());
   if (!header) return header.error();
   SafetensorsFile opened{path, file_size, header_size, std::move(header).value(), {}};
   if (digests == ParsedDigests::kTake) {

@@ -80,8 +80,10 @@ Result<SafetensorsFields> read_safetensors_fields_strictly(std::string_view head
 // kMaxTensorsPerFile entries (limits.hpp), is refused while the JSON is
 // parsed. Errors: ROOTSPAN_ERR_INVALID_CHECKPOINT (operation
 // "open_checkpoint"), with expected and actual values where there are two.
+// `readable`, as read_safetensors_fields_fast takes it: the bytes readable
+// from header_json.data() on, read in place when they pad the text.
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json, std::uint64_t data_size,
-                                                   std::string_view file_name);
+                                                   std::string_view file_name, std::size_t readable = 0);
 
 // Validates a whole safetensors file held in memory: length prefix, header
 // and data section.

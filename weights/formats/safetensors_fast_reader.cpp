@@ -115,8 +115,14 @@ bool names_unique(const std::vector<TensorInfo> &tensors) {
   return true;
 }
 
-bool read_header(std::string_view header_json, SafetensorsFields &out) {
-  const simdjson::padded_string text(header_json);  // the parser reads up to SIMDJSON_PADDING bytes past the end
+static_assert(simdjson::SIMDJSON_PADDING <= kHeaderReadPadding, "the parser reads further past a text's end");
+
+bool read_header(std::string_view header_json, std::size_t readable, SafetensorsFields &out) {
+  // The parser reads up to SIMDJSON_PADDING bytes past the text's end: a text
+  // without them is copied into a buffer that has them.
+  std::optional<simdjson::padded_string> copy;
+  simdjson::padded_string_view text(header_json.data(), header_json.size(), readable);
+  if (readable < header_json.size() + kHeaderReadPadding) text = copy.emplace(header_json);
   ondemand::parser parser;  // a parser of its own: the buffers it frees serve what the load allocates next
   ondemand::document document;
   ondemand::object header;
@@ -156,10 +162,10 @@ bool read_header(std::string_view header_json, SafetensorsFields &out) {
 
 }  // namespace
 
-std::optional<SafetensorsFields> read_safetensors_fields_fast(std::string_view header_json) {
+std::optional<SafetensorsFields> read_safetensors_fields_fast(std::string_view header_json, std::size_t readable) {
   SafetensorsFields fields;
   try {
-    if (!read_header(header_json, fields)) return std::nullopt;
+    if (!read_header(header_json, readable, fields)) return std::nullopt;
   } catch (const std::exception &) {
     return std::nullopt;  // out of memory, or anything else: the strict parser says what
   }
