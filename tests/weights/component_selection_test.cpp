@@ -1,7 +1,10 @@
 // Subsets of a checkpoint (`rootspan load --tensors`): shell-style patterns
-// over component ids, every pattern must match something, and the
-// components left out are simply gone.
+// over component ids, every pattern must match something, the components
+// left out are simply gone, and a pattern without wildcards names what
+// fnmatch(3) would.
 #include <gtest/gtest.h>
+
+#include <fnmatch.h>
 
 #include <string>
 #include <vector>
@@ -57,6 +60,41 @@ TEST(ComponentSelection, GlobsCrossDotsAndSlashesAndKeepSchemaOrder) {
   // A pattern without wildcards is an exact id; '\' quotes.
   EXPECT_EQ(select({"model.layers.0.mlp.up"}), (std::vector<std::string>{"model.layers.0.mlp.up"}));
   EXPECT_EQ(select({"model.layers.0.mlp.u\\p"}), (std::vector<std::string>{"model.layers.0.mlp.up"}));
+}
+
+// A pattern without wildcards is compared as the text it spells, not
+// through fnmatch(3): on every pattern and name here, both decide alike.
+TEST(ComponentSelection, APatternWithoutWildcardsNamesWhatFnmatchWouldName) {
+  const std::vector<std::string> patterns = {"a*b",
+                                             "a\\*b",
+                                             "a?b",
+                                             "a\\?b",
+                                             "a[b",
+                                             "a\\[b",
+                                             "a]b",
+                                             "a\\]b",
+                                             "a\\",
+                                             "a\\\\",
+                                             "a b",
+                                             "a\\ b",
+                                             "",
+                                             "\xc3\xa9 x",
+                                             "\\\xc3\xa9 x",
+                                             "model.layers.0.up",
+                                             "model.layers.0.u\\p",
+                                             "[a]b",
+                                             "ab\\"};
+  const std::vector<std::string> names = {
+      "a*b", "axb", "a?b", "a[b", "a]b", "a\\", "a b", "\xc3\xa9 x", "model.layers.0.up", "ab", "ab\\", "a\\*b"};
+  for (const std::string &name : names) {
+    ComponentSpec component;  // named by its id, or, a tensor whose name is not an id, loaded as tensor.<n>
+    component.id = is_component_id(name) ? name : "tensor.0";
+    component.sources = {name};
+    for (const std::string &pattern : patterns) {
+      EXPECT_EQ(pattern_names(pattern, component), ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
+          << "pattern \"" << pattern << "\", name \"" << name << "\"";
+    }
+  }
 }
 
 TEST(ComponentSelection, APatternThatMatchesNothingIsNotFoundNamingItAndSomeIds) {
