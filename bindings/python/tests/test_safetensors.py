@@ -723,6 +723,20 @@ class LoadsWhatIsAsked(Folder):
                         with safe_open(path, framework="pt", backend=backend) as f:
                             f.get_tensor(getattr(f, listing)()[first_asked])
                         self.assertEqual(asked, expected)
+                # read, such a loop's second tensor loads all the rest; a second tensor out of that order, or
+                # asked before the first, loads itself alone
+                for listing, order, expected in [
+                        ("keys", (0, 1), [0, None]), ("offset_keys", (0, 1), [0, None]), ("keys", (0, 2), [0, 2]),
+                        ("keys", (1, 0), [1, 0])]:
+                    with self.subTest(backend="pread", listing=listing, order=order):
+                        asked.clear()
+                        with safe_open(path, framework="pt", backend="pread") as f:
+                            listed = getattr(f, listing)()
+                            for at in order:
+                                f.get_tensor(listed[at])
+                        self.assertEqual(
+                            [tensors for tensors, _ in asked],
+                            [None if at is None else [pattern(listed[at])] for at in expected])
         gc.collect()
 
 

@@ -10,7 +10,8 @@ the next one on, all the rest at once (get_tensors and load_file load them
 all at once from the start, and so does the first tensor asked for of a
 mapped file of at most 2,048 tensors, whose whole load costs little more
 than a load of one when warm, and of a mapped file whose names the caller
-took and then asked for the first of them, as a loop over keys() does). A
+took and then asked for the first of them, as a loop over keys() does; read,
+such a loop loads all the rest at its second tensor). A
 load of all the tensors reads a mapped file that is cold on a local disk in
 first, many reads in flight. Tensors
 are zero-copy views of those roots and writable: a write changes this
@@ -44,7 +45,8 @@ _DEVICE_KINDS = ("cuda", "npu", "xpu", "xla", "mlu", "musa", "hpu")
 # component). Mapped, a load of everything reads no byte of a warm file (a cold one it reads in, for the caller
 # who asked a second tensor, as every tensor's reader does), so one single load is enough for the caller after
 # one tensor (on 10,000 tensors each single load costs a third of a whole load); read, everything would be
-# read, so a few tensors are read one by one first.
+# read, so a few tensors are read one by one first, unless the caller is reading the names it took in their
+# order (see _MAPPED_WHOLE_UP_TO): its second such tensor loads all the rest.
 _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # Mapped, a file of at most this many tensors is loaded whole at the first tensor asked for: its header is
 # parsed either way, and a whole load of a warm file costs a few milliseconds more than a load of one tensor
@@ -147,7 +149,8 @@ class safe_open:
         self._ready = {}
         self._inference_mode = self._ready_in_inference_mode = None
         self._closed = False
-        self._first_listed = None  # the first name with bytes keys() or offset_keys() gave: _MAPPED_WHOLE_UP_TO
+        # the first two names with bytes keys() or offset_keys() gave: _MAPPED_WHOLE_UP_TO, _SINGLE_LOADS
+        self._first_listed = self._second_listed = None
         self._lock = threading.Lock()
         self._tensors = self._metadata = None  # the header, read now unless _load_file reads it only if needed
         if _header:
@@ -183,9 +186,10 @@ class safe_open:
         return self._listed(list(self._tensors))
 
     def _listed(self, names):
-        """names, the first of them with bytes remembered (a loop over names asks for it first, or after
-        empty tensors, which load nothing): see _MAPPED_WHOLE_UP_TO."""
-        self._first_listed = next((n for n in names if self._tensors[n][3]), None)
+        """names, the first two of them with bytes remembered (a loop over names asks for them first, or after
+        empty tensors, which load nothing): see _MAPPED_WHOLE_UP_TO and _SINGLE_LOADS."""
+        with_bytes = (n for n in names if self._tensors[n][3])
+        self._first_listed, self._second_listed = next(with_bytes, None), next(with_bytes, None)
         return names
 
     def metadata(self):
@@ -345,6 +349,8 @@ class safe_open:
         """How many tensors this handle loads one at a time before it loads all the rest at once, `name` the
         one asked for now."""
         if self._strategy == "mmap" and (len(self._tensors) <= _MAPPED_WHOLE_UP_TO or name == self._first_listed):
+            return 0
+        if name == self._second_listed and self._first_listed in self._by_name:  # a loop over the names taken
             return 0
         return _SINGLE_LOADS[self._strategy]
 
