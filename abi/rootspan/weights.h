@@ -256,7 +256,8 @@ ROOTSPAN_API rootspan_status rootspan_weights_digests(const rootspan_weights *we
  * (populate: mapped bytes read in), "reads": null when nothing was copied by
  * reads, else {"engine" ("io_uring" or "pread threads"), "engine_note" (why
  * not io_uring, or ""), "threads" (pread threads started: as many as the
- * load's bytes keep busy at a mebibyte each, at most 8; 0 for io_uring),
+ * load's bytes keep busy at a mebibyte each, at most 8 and at most
+ * queue_depth, fewer where a thread limit stops some; 0 for io_uring),
  * "queue_depth", "max_bytes_in_flight", "requests",
  * "bytes", "direct_bytes", "bounced_bytes" (bytes copied out of aligned
  * bounce buffers: the unaligned heads and tails of direct reads),

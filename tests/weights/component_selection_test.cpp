@@ -6,6 +6,7 @@
 
 #include <fnmatch.h>
 
+#include <clocale>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,23 @@ TEST(ComponentSelection, GlobsCrossDotsAndSlashesAndKeepSchemaOrder) {
   EXPECT_EQ(select({"model.layers.0.mlp.u\\p"}), (std::vector<std::string>{"model.layers.0.mlp.up"}));
 }
 
+// Each pattern against each name, as pattern_names and fnmatch(3) decide.
+void expect_patterns_as_fnmatch(const std::vector<std::string> &patterns, const std::vector<std::string> &names) {
+  for (const std::string &name : names) {
+    ComponentSpec component;  // named by its id, or, a tensor whose name is not an id, loaded as tensor.<n>
+    component.id = is_component_id(name) ? name : "tensor.0";
+    component.sources = {name};
+    for (const std::string &pattern : patterns) {
+      EXPECT_EQ(pattern_names(pattern, component), ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
+          << "pattern \"" << pattern << "\", name \"" << name << "\"";
+    }
+  }
+}
+
 // A pattern without wildcards is compared as the text it spells, not
-// through fnmatch(3): on every pattern and name here, both decide alike.
+// through fnmatch(3): on every pattern and name here, both decide alike, in
+// the C locale (fnmatch compares bytes) and a UTF-8 one, as a Python process
+// sets (wide characters).
 TEST(ComponentSelection, APatternWithoutWildcardsNamesWhatFnmatchWouldName) {
   const std::vector<std::string> patterns = {"a*b",
                                              "a\\*b",
@@ -83,18 +99,17 @@ TEST(ComponentSelection, APatternWithoutWildcardsNamesWhatFnmatchWouldName) {
                                              "model.layers.0.up",
                                              "model.layers.0.u\\p",
                                              "[a]b",
-                                             "ab\\"};
+                                             "ab\\",
+                                             std::string("a\0b", 3)};  // fnmatch reads up to the NUL
   const std::vector<std::string> names = {
-      "a*b", "axb", "a?b", "a[b", "a]b", "a\\", "a b", "\xc3\xa9 x", "model.layers.0.up", "ab", "ab\\", "a\\*b"};
-  for (const std::string &name : names) {
-    ComponentSpec component;  // named by its id, or, a tensor whose name is not an id, loaded as tensor.<n>
-    component.id = is_component_id(name) ? name : "tensor.0";
-    component.sources = {name};
-    for (const std::string &pattern : patterns) {
-      EXPECT_EQ(pattern_names(pattern, component), ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
-          << "pattern \"" << pattern << "\", name \"" << name << "\"";
-    }
+      "a*b", "axb", "a?b", "a[b", "a]b", "a\\", "a b", "\xc3\xa9 x", "model.layers.0.up", "ab", "ab\\", "a\\*b", "a"};
+  const std::string before = std::setlocale(LC_ALL, nullptr);
+  for (const char *locale : {"C", "C.UTF-8"}) {
+    if (std::setlocale(LC_ALL, locale) == nullptr) continue;  // not on this system
+    SCOPED_TRACE(locale);
+    expect_patterns_as_fnmatch(patterns, names);
   }
+  std::setlocale(LC_ALL, before.c_str());
 }
 
 TEST(ComponentSelection, APatternThatMatchesNothingIsNotFoundNamingItAndSomeIds) {

@@ -460,7 +460,8 @@ TEST(ParallelReaderThreads, AsManyThreadsStartAsTheExpectedBytesKeepBusyAtAMebib
   EXPECT_EQ(threads_for((3 << 20) + 1, 16), 4u);
   EXPECT_EQ(threads_for(0, 16), 8u);  // unknown: the most
   EXPECT_EQ(threads_for(1ull << 40, 16), 8u);
-  EXPECT_EQ(threads_for(1ull << 40, 3), 3u);  // never more than may be in flight
+  EXPECT_EQ(threads_for(1ull << 40, 3), 3u);   // never more than may be in flight
+  EXPECT_EQ(threads_for(UINT64_MAX, 16), 8u);  // no overflow to none
 }
 
 TEST(ParallelReaderThreads, ReadThreadsThatCannotAllStartReadWithThoseThatDid) {

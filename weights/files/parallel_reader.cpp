@@ -295,7 +295,7 @@ Result<std::unique_ptr<ParallelReader>> ParallelReader::create(ParallelReadOptio
   // 1.5 s against 2.3 s (medians of five; docs/cold-start.md).
   if (reader->options_.engine == ReadEngine::kAuto) {
     reader->options_.engine = ReadEngine::kThreads;
-    stats.engine_note = "pread threads: they fault and copy on every core (io_uring on request)";
+    stats.engine_note = "pread threads: each faults and copies on its own core (io_uring on request)";
   } else if (reader->options_.engine == ReadEngine::kThreads) {
     stats.engine_note = "pread threads were asked for";
   }
@@ -312,8 +312,8 @@ Result<std::unique_ptr<ParallelReader>> ParallelReader::create(ParallelReadOptio
   if (!reader->engine_) {
     std::size_t threads = std::min(reader->options_.queue_depth, kMaximumThreads);
     if (const std::uint64_t expected = reader->options_.expected_bytes; expected != 0) {
-      threads = static_cast<std::size_t>(
-          std::min<std::uint64_t>(threads, round_up(expected, kBytesPerThread) / kBytesPerThread));
+      const std::uint64_t kept_busy = expected / kBytesPerThread + (expected % kBytesPerThread != 0);
+      threads = static_cast<std::size_t>(std::min<std::uint64_t>(threads, kept_busy));  // at least 1
     }
     try {
       auto engine = std::make_unique<ThreadEngine>(threads);

@@ -1,6 +1,5 @@
 #include "weights/formats/safetensors_fast_reader.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <unordered_set>
@@ -99,7 +98,7 @@ bool read_metadata(ondemand::value value, SafetensorsFields &out) {
         entry.unescaped_key().get(key) != simdjson::SUCCESS) {
       return false;
     }
-    std::string owned_key(key);  // the next string read reuses the parser's buffer
+    std::string owned_key(key);  // the map takes strings
     if (entry.value().get_string().get(text) != simdjson::SUCCESS) return false;
     if (!out.metadata.emplace(std::move(owned_key), std::string(text)).second) return false;
   }
@@ -123,6 +122,10 @@ bool read_header(std::string_view header_json, std::size_t readable, Safetensors
   std::optional<simdjson::padded_string> copy;
   simdjson::padded_string_view text(header_json.data(), header_json.size(), readable);
   if (readable < header_json.size() + kHeaderReadPadding) text = copy.emplace(header_json);
+  // simdjson 3.0.1 does not check its string buffer's allocation (5/3 of a
+  // byte a character). It makes it first, then the structural index (4 bytes
+  // a character), which it checks: where the first cannot be had, the larger
+  // second cannot either, and iterate() says MEMALLOC.
   ondemand::parser parser;  // a parser of its own: the buffers it frees serve what the load allocates next
   ondemand::document document;
   ondemand::object header;

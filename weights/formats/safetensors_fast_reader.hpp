@@ -30,8 +30,8 @@ inline constexpr std::size_t kHeaderReadPadding = 64;
 // The fields of `header_json`, or nothing when it is anything but a
 // well-formed header (the caller then parses it strictly, to say why). The
 // text must already have passed check_json_text. `readable`: the bytes that
-// may be read from header_json.data() on (at least its size); where they are
-// kHeaderReadPadding more, the text is read in place.
+// may be read from header_json.data() on; where they are kHeaderReadPadding
+// more than its size, the text is read in place, else copied first.
 std::optional<SafetensorsFields> read_safetensors_fields_fast(std::string_view header_json, std::size_t readable = 0);
 
 }  // namespace rootspan::weights
