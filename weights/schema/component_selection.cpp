@@ -28,11 +28,12 @@ class Glob {
     std::string text;
     for (std::size_t i = 0; i < pattern.size(); ++i) {
       char c = pattern[i];
-      if (c == '*' || c == '?' || c == '[' || c == '\0') return;  // fnmatch reads up to a NUL only
+      if (c == '*' || c == '?' || c == '[') return;
       if (c == '\\') {
         if (++i == pattern.size()) return;  // a lone backslash at the end: fnmatch says what it means
         c = pattern[i];
       }
+      if (c == '\0') return;  // fnmatch reads up to a NUL only, quoted or not
       text += c;
     }
     literal_ = std::move(text);
