@@ -14,7 +14,10 @@ constexpr std::uint64_t kGiB = 1ull << 30;
 
 StrategyChoice choose(FileSystemKind kind, const char *name, bool host, std::uint64_t total,
                       std::optional<std::uint64_t> available = 16 * kGiB) {
-  return choose_strategy(Strategy::kAuto, StrategyInputs{"model.safetensors", {kind, name}, host, total, available});
+  return choose_strategy(
+      Strategy::kAuto,
+      StrategyInputs{
+          .file = "model.safetensors", .fs = {kind, name}, .host = host, .total_bytes = total, .available = available});
 }
 
 TEST(AutoStrategy, HostMemoryMapsLocalAndInMemoryFiles) {
@@ -148,8 +151,11 @@ TEST(AutoStrategy, ADeviceUploadReadsAndGoesDirectWhenThePageCacheCouldNotKeepIt
 
 TEST(AutoStrategy, AnExplicitStrategyIsTakenAsAsked) {
   for (Strategy s : {Strategy::kMmap, Strategy::kRead, Strategy::kDirect}) {
-    const StrategyChoice c =
-        choose_strategy(s, StrategyInputs{"m", {FileSystemKind::kNetwork, "nfs"}, true, kGiB, kGiB});
+    const StrategyChoice c = choose_strategy(s, StrategyInputs{.file = "m",
+                                                               .fs = {FileSystemKind::kNetwork, "nfs"},
+                                                               .host = true,
+                                                               .total_bytes = kGiB,
+                                                               .available = kGiB});
     EXPECT_EQ(c.strategy, s);
     EXPECT_EQ(c.reason, std::string("asked for ") + strategy_name(s));
   }

@@ -87,8 +87,8 @@ const char *strategy_name(Strategy strategy) {
 
 StrategyChoice choose_strategy(Strategy requested, const Checkpoint &checkpoint, bool host, std::uint64_t total_bytes,
                                std::optional<std::uint64_t> available, bool populate_when_cold) {
-  StrategyInputs inputs{"", {}, host, total_bytes, available};
-  inputs.populate_when_cold = populate_when_cold;
+  StrategyInputs inputs{
+      .host = host, .total_bytes = total_bytes, .available = available, .populate_when_cold = populate_when_cold};
   if (requested == Strategy::kAuto || (requested == Strategy::kMmap && populate_when_cold)) {
     for (const Shard &shard : checkpoint.shards()) {
       if (!shard.input) continue;

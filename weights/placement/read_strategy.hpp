@@ -44,14 +44,14 @@ struct StrategyChoice {
 
 // What `auto` decides by.
 struct StrategyInputs {
-  std::string file;                        // the deciding file's name ("" when the checkpoint has none)
-  FileSystem fs;                           // the file system it lies on
-  bool host = true;                        // the provider's memory is host memory (zero-copy is possible)
-  std::uint64_t total_bytes = 0;           // what the load places
-  std::optional<std::uint64_t> available;  // available_memory()
+  std::string file{};                        // the deciding file's name ("" when the checkpoint has none)
+  FileSystem fs{};                           // the file system it lies on
+  bool host = true;                          // the provider's memory is host memory (zero-copy is possible)
+  std::uint64_t total_bytes = 0;             // what the load places
+  std::optional<std::uint64_t> available{};  // available_memory()
   // The share of the checkpoint's pages in the page cache (a sample,
   // page_cache.hpp); nullopt: not asked.
-  std::optional<double> resident;
+  std::optional<double> resident{};
   // mmap asked for: populated where auto would populate (LoadOptions).
   bool populate_when_cold = false;
 };

@@ -6,10 +6,10 @@ array or DLPack consumer still uses memory of the context, the context stops
 taking new work at once and is destroyed when the last such user lets go, so
 that an array or tensor may outlive the with block it came from.
 """
+import collections
 import ctypes
 import threading
 import weakref
-from typing import List, NamedTuple, Optional
 
 from . import _abi, _library, dtypes, errors
 from ._abi import text as _text
@@ -17,31 +17,34 @@ from ._arguments import check_bool, check_int, paths
 from .root import Root
 
 
-class DeviceInfo(NamedTuple):
-    """One device of a provider."""
-    ordinal: int
-    name: str
-    pci_bus_id: str  # "" when the device has none
-    total_memory_bytes: int
-    free_memory_bytes: int
+DeviceInfo = collections.namedtuple("DeviceInfo", (
+    "ordinal",
+    "name",
+    "pci_bus_id",  # "" when the device has none
+    "total_memory_bytes",
+    "free_memory_bytes",
+), module=__name__)
+DeviceInfo.__doc__ = "One device of a provider."
 
 
-class ProviderReport(NamedTuple):
+class ProviderReport(collections.namedtuple("ProviderReport", (
+    "name",
+    "kind",
+    "origin",  # "static", "manifest" or "embedded"
+    "state",  # "loaded", "skipped", "failed" or "no device" (started, but the runtime found no device)
+    "library",  # the plugin library's path, or None (the built-in host provider has none)
+    "manifest",  # the manifest it was found through, or None
+    "abi",  # (major, minor); (0, 0) when never negotiated
+    "device_count",
+    "priority",
+    "policy",  # the loader rule that skipped it ("L4"), or None
+    "reason",  # why it was skipped, failed, or has no device, or None
+    "code",  # the status that skipped or failed it; 0 when loaded
+    "devices",  # a list of DeviceInfo
+    "note",  # what a loaded provider said of itself (the host: its huge page mode), or None
+), defaults=(None,))):
     """One provider the context knows of, loaded or not, and why."""
-    name: str
-    kind: str
-    origin: str  # "static", "manifest" or "embedded"
-    state: str  # "loaded", "skipped", "failed" or "no device" (started, but the runtime found no device)
-    library: Optional[str]
-    manifest: Optional[str]
-    abi: tuple  # (major, minor); (0, 0) when never negotiated
-    device_count: int
-    priority: int
-    policy: Optional[str]  # the loader rule that skipped it ("L4")
-    reason: Optional[str]  # why it was skipped, failed, or has no device
-    code: int  # the status that skipped or failed it; 0 when loaded
-    devices: List[DeviceInfo]
-    note: Optional[str] = None  # what a loaded provider said of itself (the host: its huge page mode)
+    __slots__ = ()
 
     @property
     def error_name(self):

@@ -7,27 +7,20 @@ number), `name` ("Busy"), `operation` ("claim_acquire", "open_checkpoint", ...),
 `resolution` (the range asked for and the span it resolved to, when known).
 str(error) is the library's whole message.
 """
+import collections
 import ctypes
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from . import _abi
 
 
-class Span(NamedTuple):
-    """A range bound to one root: absolute offset in the allocation, and the alignment it guarantees."""
-    root_id: int
-    offset: int
-    length: int
-    alignment: int
+# The package's records are collections.namedtuple classes: typing.NamedTuple makes the same class at several
+# times the cost, which a fresh process pays for each at import.
+Span = collections.namedtuple("Span", ("root_id", "offset", "length", "alignment"), module=__name__)
+Span.__doc__ = "A range bound to one root: absolute offset in the allocation, and the alignment it guarantees."
 
-
-class Requested(NamedTuple):
-    """What an operation was asked to do (`kind`: none, range, key_range, root_key_range)."""
-    kind: str
-    root_id: int
-    key: tuple
-    offset: int
-    length: int
+Requested = collections.namedtuple("Requested", ("kind", "root_id", "key", "offset", "length"), module=__name__)
+Requested.__doc__ = "What an operation was asked to do (`kind`: none, range, key_range, root_key_range)."
 
 
 class Error(Exception):

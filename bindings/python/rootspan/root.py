@@ -9,26 +9,27 @@ Claims and mappings are context managers. A mapping's memory stays mapped
 while any view or consumer of it lives, even after Mapping.close(); the claim
 it was made under then refuses to be released (BusyError) until they are gone.
 """
+import collections
 import ctypes
-from typing import NamedTuple
 
 from . import _abi, _memory, dtypes, errors
 from ._arguments import check_bool, check_int
 from .errors import Span
 
 
-class RootInfo(NamedTuple):
-    """A root's identity and extent."""
-    root_id: int
-    key: tuple  # (domain, local)
-    byte_offset: int
-    byte_length: int
-    alignment: int
-    dtype: str  # "NONE" for an untyped root
-    read_only: bool
-    host_accessible: bool
-    device: int
-    provider: str
+RootInfo = collections.namedtuple("RootInfo", (
+    "root_id",
+    "key",  # (domain, local)
+    "byte_offset",
+    "byte_length",
+    "alignment",
+    "dtype",  # "NONE" for an untyped root
+    "read_only",
+    "host_accessible",
+    "device",
+    "provider",
+), module=__name__)
+RootInfo.__doc__ = "A root's identity and extent."
 
 
 def _span(value):

@@ -14,6 +14,7 @@ writing, so that every array and tensor of it is a writable view of the same
 bytes, as with the reference safetensors library; a read-only one is claimed
 shared.
 """
+import collections
 import collections.abc
 import ctypes
 import functools
@@ -22,7 +23,6 @@ import operator
 import struct
 import sys
 import weakref
-from typing import NamedTuple
 
 from . import _abi, _arguments, _compiled, _memory, dtypes, errors
 from ._abi import text as _text
@@ -31,13 +31,9 @@ from ._checkpoint import call_json, checkpoint_options, signature_options
 from .root import Root, _Exportable, host_device
 
 
-class LoadProgress(NamedTuple):
-    """Where a load stands, as passed to a progress callable."""
-    component: str
-    index: int
-    count: int
-    bytes_done: int
-    bytes_total: int
+LoadProgress = collections.namedtuple("LoadProgress", ("component", "index", "count", "bytes_done", "bytes_total"),
+                                      module=__name__)
+LoadProgress.__doc__ = "Where a load stands, as passed to a progress callable."
 
 
 class _WeightsState:

@@ -5,14 +5,18 @@ rootspan's own name for the same type (its C ABI calls complex64 "C32"), and the
 order the writer lays tensors out in. Bits, numpy type, the framework-style name a TensorSpec may be given
 ("float32", "bfloat16", "float8_e4m3fn", ...) and torch's name come from rootspan.dtypes.
 """
-from typing import NamedTuple, Optional, Tuple
+import collections
+from typing import Optional, Tuple
 
 from rootspan import dtypes as _rootspan_dtypes
 
 
-class Dtype(NamedTuple):
-    code: str  # the format's name, as headers spell it
-    rootspan: str  # rootspan's name
+class Dtype(collections.namedtuple("Dtype", (
+    "code",  # the format's name, as headers spell it
+    "rootspan",  # rootspan's name
+))):
+    """One element type of the format."""
+    __slots__ = ()
 
     @property
     def names(self) -> Tuple[str, ...]:

@@ -28,7 +28,7 @@ import threading
 from rootspan import _contexts, _memory, _tensors, errors as _core_errors
 from rootspan.inspect import safetensors_file_table
 from rootspan.weights import lease_of_view, map_file_views, map_leases
-from rootspan.safetensors import _dtypes, _slicing
+from rootspan.safetensors import _dtypes
 from rootspan.safetensors._errors import SafetensorError, from_core, shown
 
 # Every framework name the reference accepts -> its long name. numpy and
@@ -296,6 +296,7 @@ class safe_open:
 
     def get_slice(self, name):
         """A view of one tensor that slicing (view[0:2, ...]) turns into a tensor of just those elements."""
+        from rootspan.safetensors import _slicing  # here: a fresh process that never slices skips its import
         with self._lock:
             code, shape, component = self._component(name)
             view = self._views.get(name)
