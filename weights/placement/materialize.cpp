@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -497,12 +498,11 @@ class LoadRun {
   // completed (finish() or the destructor).
   Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
     if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-    auto held = std::make_unique<HeldClaim>();
-    ROOTSPAN_ASSIGN_OR_RETURN(held->claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
-    ROOTSPAN_ASSIGN_OR_RETURN(held->mapping, map_range(*held->claim, root.dtype, 0, payload.total_bytes(), true));
-    auto *base = static_cast<std::byte *>(held->mapping->provider.data);
-    reading_.push_back(std::move(held));
-    return queue_reads(payload, base);
+    // Held from here on: a claim taken and a mapping made are given back by settle() even where the other fails.
+    HeldClaim &held = reading_.emplace_back();
+    ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
+    ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));
+    return queue_reads(payload, static_cast<std::byte *>(held.mapping->provider.data));
   }
 
   // No host access: each chunk is read into the staging ring and uploaded
@@ -578,7 +578,7 @@ class LoadRun {
   std::unique_ptr<StagingRing> ring_;                // made by the first upload, once per load
   std::vector<Claim *> uploading_;                   // claims of roots with copies maybe in flight
   std::unique_ptr<ParallelReader> reader_;           // made by the first copy, once per load
-  std::vector<std::unique_ptr<HeldClaim>> reading_;  // roots with reads maybe in flight
+  std::deque<HeldClaim> reading_;                    // roots with reads maybe in flight (a deque: never moved)
   std::vector<std::byte> row_buffer_;                // windows of strided rows, made by the first strided read
   std::optional<ParallelReadStats> read_stats_;
   std::vector<std::span<const std::byte>> zero_copy_ranges_;  // the bytes of the zero-copy roots made
