@@ -498,7 +498,8 @@ class LoadRun {
   // completed (finish() or the destructor).
   Result<void> read_into_mapping(const ComponentPayload &payload, Root &root) {
     if (payload.total_bytes() == 0) return BOOST_OUTCOME_V2_NAMESPACE::success();
-    // Held from here on: a claim taken and a mapping made are given back by settle() even where the other fails.
+    // Held from here on: a claim whose mapping fails is given back with the rest by settle() (finish() or
+    // ~LoadRun).
     HeldClaim &held = reading_.emplace_back();
     ROOTSPAN_ASSIGN_OR_RETURN(held.claim, claim_acquire(root, 0, payload.total_bytes(), ROOTSPAN_CLAIM_EXCLUSIVE));
     ROOTSPAN_ASSIGN_OR_RETURN(held.mapping, map_range(*held.claim, root.dtype, 0, payload.total_bytes(), true));

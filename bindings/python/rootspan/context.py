@@ -24,7 +24,7 @@ DeviceInfo = collections.namedtuple("DeviceInfo", (
     "total_memory_bytes",
     "free_memory_bytes",
 ), module=__name__)
-DeviceInfo.__doc__ = "One device of a provider."
+DeviceInfo.__doc__ = "One device of a provider: name and pci_bus_id are str, the rest int."
 
 
 class ProviderReport(collections.namedtuple("ProviderReport", (

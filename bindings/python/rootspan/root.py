@@ -29,7 +29,8 @@ RootInfo = collections.namedtuple("RootInfo", (
     "device",
     "provider",
 ), module=__name__)
-RootInfo.__doc__ = "A root's identity and extent."
+RootInfo.__doc__ = ("A root's identity and extent: dtype and provider are str, read_only and host_accessible bool, "
+                    "key (domain, local), the rest int.")
 
 
 def _span(value):

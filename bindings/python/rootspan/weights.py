@@ -33,7 +33,7 @@ from .root import Root, _Exportable, host_device
 
 LoadProgress = collections.namedtuple("LoadProgress", ("component", "index", "count", "bytes_done", "bytes_total"),
                                       module=__name__)
-LoadProgress.__doc__ = "Where a load stands, as passed to a progress callable."
+LoadProgress.__doc__ = "Where a load stands, as passed to a progress callable: component (its id) is str, the rest int."
 
 
 class _WeightsState:
