@@ -11,11 +11,10 @@ all at once from the start, and so does the first tensor asked for of a
 mapped file of at most 2,048 tensors, whose whole load costs little more
 than a load of one when warm, and of a mapped file whose names the caller
 took and then asked for the first of them, as a loop over keys() does; read,
-such a loop loads all the rest at its second tensor). A
-load of all the tensors reads a mapped file that is cold on a local disk in
-first, many reads in flight. Tensors
-are zero-copy views of those roots and writable: a write changes this
-process's copy of a page, never the file.
+such a loop loads all the rest at its second tensor). A load of all the
+tensors reads a mapped file that is cold on a local disk in first, many
+reads in flight. Tensors are zero-copy views of those roots and writable:
+a write changes this process's copy of a page, never the file.
 On the CPU, the tensors of a load of all the rest are views of one mapping
 of the file, as the reference's are views of one storage of it: that memory
 goes back once the handle is closed and the last of them is dropped.
