@@ -13,6 +13,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "../weights/allocation_tracking.hpp"
 #include "c_api_load_fixture.hpp"
 
 namespace rootspan::testing {
@@ -1034,6 +1035,33 @@ TEST_F(WeightsCApiTest, FindTakesATensorNameOutsideTheIdRule) {
   ASSERT_EQ(rootspan_weights_find(weights_, "tensor.0", &by_id), ROOTSPAN_OK);
   EXPECT_EQ(by_id, by_name);
   EXPECT_EQ(rootspan_weights_find(weights_, "a", &by_id), ROOTSPAN_ERR_NOT_FOUND);
+}
+
+TEST_F(WeightsCApiTest, FindWithoutMemoryForItsIndexStillFinds) {
+  // The index find searches is made at the first search: where that cannot
+  // allocate, the search walks the components instead, by id and by name.
+  const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a b", "F32", {4}}, {"c", "U8", {8}}}, 5);
+  ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
+  std::size_t c = 99, by_name = 98, missing = 97;
+  rootspan_status found_c, found_by_name, found_missing;
+  {
+    const rootspan::testing::FailingAllocations failing;
+    found_c = rootspan_weights_find(weights_, "c", &c);
+    found_by_name = rootspan_weights_find(weights_, "a b", &by_name);
+    found_missing = rootspan_weights_find(weights_, "tensor.1", &missing);
+  }
+  ASSERT_EQ(found_c, ROOTSPAN_OK);
+  EXPECT_STREQ(info(c).id, "c");
+  ASSERT_EQ(found_by_name, ROOTSPAN_OK);
+  EXPECT_STREQ(info(by_name).id, "tensor.0");
+  EXPECT_EQ(found_missing, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(missing, 97u);
+  // With memory again, the index is made, and finds the same.
+  std::size_t again = 96;
+  ASSERT_EQ(rootspan_weights_find(weights_, "a b", &again), ROOTSPAN_OK);
+  EXPECT_EQ(again, by_name);
+  ASSERT_EQ(rootspan_weights_find(weights_, "c", &again), ROOTSPAN_OK);
+  EXPECT_EQ(again, c);
 }
 
 TEST_F(WeightsCApiTest, FindReturnsTheIndexOfALoadedComponentById) {

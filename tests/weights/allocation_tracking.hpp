@@ -1,6 +1,8 @@
-// Largest single heap allocation since reset: the test executable replaces
-// the global operator new to record it, so tests can show that opening a
-// checkpoint allocates for its header, never for its data.
+// The test executable's global operator new: it records the largest single
+// heap allocation since reset, so that tests can show that opening a
+// checkpoint allocates for its header, never for its data; and, while a
+// FailingAllocations lives, it fails (std::bad_alloc), so that tests can
+// show what a call does when the core cannot allocate.
 #pragma once
 
 #include <atomic>
@@ -11,5 +13,18 @@ namespace rootspan::testing {
 extern std::atomic<std::size_t> largest_allocation;
 
 inline void reset_largest_allocation() { largest_allocation.store(0); }
+
+extern std::atomic<bool> failing_allocations;
+
+// Every throwing operator new fails while one lives (the nothrow forms
+// return null): scope it to the one call under test, since the test's own
+// code allocates too.
+class FailingAllocations {
+ public:
+  FailingAllocations() { failing_allocations.store(true); }
+  ~FailingAllocations() { failing_allocations.store(false); }
+  FailingAllocations(const FailingAllocations &) = delete;
+  FailingAllocations &operator=(const FailingAllocations &) = delete;
+};
 
 }  // namespace rootspan::testing

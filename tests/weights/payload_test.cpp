@@ -3,6 +3,7 @@
 // retaining their host bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -225,6 +226,30 @@ TEST_F(Payloads, ResolveSchemaLoadsRequiredAndReportsSkipped) {
   auto all = resolve_schema(checkpoint(), default_schema(checkpoint()));
   ASSERT_TRUE(all) << all.error()->message();
   EXPECT_EQ(all.value().payloads.size(), 5u);
+}
+
+TEST_F(Payloads, ADefaultSchemaResolvesEachComponentToTheTensorItNames) {
+  // The default schema carries the tensors it was made of, which resolving
+  // takes instead of looking their names up; a component whose carried
+  // tensor is not the one it names (here every one, the components
+  // reversed and the tensors not) is looked up by name.
+  for (const bool reversed : {false, true}) {
+    ComponentSchema schema = default_schema(checkpoint());
+    ASSERT_EQ(schema.found_sources.size(), schema.components.size());
+    if (reversed) std::reverse(schema.components.begin(), schema.components.end());
+    auto resolved = resolve_schema(checkpoint(), std::move(schema));
+    ASSERT_TRUE(resolved) << resolved.error()->message();
+    ASSERT_EQ(resolved.value().payloads.size(), 5u);
+    for (const ComponentPayload &payload : resolved.value().payloads) {
+      ASSERT_EQ(payload.segments().size(), 1u);
+      const Segment &segment = payload.segments()[0];
+      EXPECT_EQ(segment.source(), payload.component_id());
+      const TensorRef tensor = checkpoint().find(payload.component_id());
+      ASSERT_TRUE(tensor);
+      EXPECT_EQ(segment.file(), tensor.shard->file) << payload.component_id();
+      EXPECT_EQ(segment.file_offset(), tensor.file_offset()) << payload.component_id();
+    }
+  }
 }
 
 // ---- from_ordered_segments: every rule on its own ----------------------------

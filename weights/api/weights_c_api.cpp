@@ -46,10 +46,6 @@ struct rootspan_weights {
   bool freed = false;  // rootspan_weights_free released everything: no call may use it now
   rootspan::Context *context = nullptr;
   rootspan::weights::LoadResult result;
-  std::unordered_map<std::string_view, std::size_t> index_of_id;  // views of result.components[i].id
-  // The tensor names of one-tensor components whose id is not that name (a
-  // name outside the id rule, made "tensor.<n>"), so find() takes either.
-  std::unordered_map<std::string_view, std::size_t> index_of_source;
   bool checked_digests = false;                               // the load was asked to check digests
   std::vector<rootspan::weights::Unverifiable> unverifiable;  // files it read that had none published
 
@@ -57,19 +53,40 @@ struct rootspan_weights {
       : context(c),
         result(std::move(load.result)),
         checked_digests(load.checked_digests),
-        unverifiable(std::move(load.unverifiable)) {
-    reindex();
-  }
-  // After result.components changed (a release that kept some roots).
-  void reindex() {
-    index_of_id.clear();
-    index_of_source.clear();
-    for (std::size_t i = 0; i < result.components.size(); ++i) index_of_id.emplace(result.components[i].id, i);
-    for (std::size_t i = 0; i < result.components.size(); ++i) {
-      const auto &c = result.components[i];
-      if (c.segments == 1 && !rootspan::weights::is_component_id(c.source)) index_of_source.emplace(c.source, i);
+        unverifiable(std::move(load.unverifiable)) {}
+
+  // What rootspan_weights_find searches, views of result.components (which
+  // nothing changes after the load): the ids, and the tensor names of the
+  // components found by name (found_by_source). Made at the first search,
+  // not by the load: the bindings keep their own, and on 10,000 tensors the
+  // two tables were some 4% of a load and its free. Throws bad_alloc.
+  struct NameIndex {
+    std::unordered_map<std::string_view, std::size_t> by_id;
+    std::unordered_map<std::string_view, std::size_t> by_source;
+  };
+  const NameIndex &names() const {
+    const std::lock_guard guard(names_lock_);
+    if (!names_) {
+      NameIndex made;
+      made.by_id.reserve(result.components.size());
+      for (std::size_t i = 0; i < result.components.size(); ++i) made.by_id.emplace(result.components[i].id, i);
+      for (std::size_t i = 0; i < result.components.size(); ++i) {
+        if (found_by_source(result.components[i])) made.by_source.emplace(result.components[i].source, i);
+      }
+      names_ = std::move(made);
     }
+    return *names_;  // never changed once made: read without the lock
   }
+
+  // A one-tensor component whose tensor's name is outside the id rule (it
+  // loads as "tensor.<n>"): found by that name too.
+  static bool found_by_source(const rootspan::weights::LoadedComponent &c) {
+    return c.segments == 1 && !rootspan::weights::is_component_id(c.source);
+  }
+
+ private:
+  mutable std::mutex names_lock_;
+  mutable std::optional<NameIndex> names_;  // unset until made; a throw leaves it so
 };
 
 namespace {
@@ -153,16 +170,33 @@ std::optional<Held<Lock>> hold(const rootspan_weights *handle) {
   return Held<Lock>{std::move(found), std::move(lock)};
 }
 
-// rootspan_weights_find's search, on a held handle.
+// rootspan_weights_find's search, on a held handle: by id, then by the
+// names of the components found by name. Where the index cannot be made
+// (out of memory), the same search walks the components.
 bool find_in(const rootspan_weights &weights, std::string_view id, std::size_t &index) {
-  for (const auto *names : {&weights.index_of_id, &weights.index_of_source}) {
-    const auto found = names->find(id);
-    if (found != names->end()) {
-      index = found->second;
-      return true;
+  try {
+    const rootspan_weights::NameIndex &names = weights.names();
+    for (const auto *table : {&names.by_id, &names.by_source}) {
+      const auto found = table->find(id);
+      if (found != table->end()) {
+        index = found->second;
+        return true;
+      }
     }
+    return false;
+  } catch (const std::bad_alloc &) {
+    const auto &components = weights.result.components;
+    for (const bool by_source : {false, true}) {
+      for (std::size_t i = 0; i < components.size(); ++i) {
+        const auto &c = components[i];
+        if (by_source ? rootspan_weights::found_by_source(c) && c.source == id : c.id == id) {
+          index = i;
+          return true;
+        }
+      }
+    }
+    return false;
   }
-  return false;
 }
 
 // What a lookup of `missing` could have meant, for its NotFound: the reason
@@ -175,11 +209,11 @@ std::string what_is_there(const rootspan_weights &held, std::string_view missing
   const auto &components = held.result.components;
   if (components.empty()) return "nothing was loaded";
   std::vector<std::string_view> names;
-  names.reserve(components.size() + held.index_of_source.size());
+  names.reserve(components.size());
   for (const weights::LoadedComponent &c : components) names.push_back(c.id);
-  // Then the tensor names outside the id rule, in component order (the map has none).
+  // Then the tensor names outside the id rule, in component order.
   for (const weights::LoadedComponent &c : components) {
-    if (held.index_of_source.contains(c.source)) names.push_back(c.source);
+    if (rootspan_weights::found_by_source(c)) names.push_back(c.source);
   }
   const auto listed = [](std::span<const std::string_view> shown) {
     std::string out;

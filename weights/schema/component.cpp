@@ -1,5 +1,6 @@
 #include "weights/schema/component.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -55,17 +56,19 @@ std::optional<ComponentRole> role_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+bool is_component_id(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxComponentIdBytes &&
+         std::all_of(id.begin(), id.end(), [](char c) { return is_id_char(c); });
+}
+
 std::string component_id_problem(std::string_view id) {
+  if (is_component_id(id)) return {};
   if (id.empty()) return "it is empty";
   if (id.size() > kMaxComponentIdBytes) {
     return "it is " + std::to_string(id.size()) + " bytes, more than " + std::to_string(kMaxComponentIdBytes);
   }
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    if (!is_id_char(id[i])) {
-      return "byte " + std::to_string(i) + " is not one of A-Z a-z 0-9 . _ - : /";
-    }
-  }
-  return {};
+  const auto bad = std::find_if_not(id.begin(), id.end(), [](char c) { return is_id_char(c); });
+  return "byte " + std::to_string(bad - id.begin()) + " is not one of A-Z a-z 0-9 . _ - : /";
 }
 
 SafetensorsDtype ComponentSpec::physical_element_type() const {

@@ -87,8 +87,11 @@ Result<ComponentSchema> select_components(ComponentSchema schema, std::span<cons
   }
   ComponentSchema selected;
   selected.schema_version = std::move(schema.schema_version);
+  const bool found = schema.found_sources.size() == schema.components.size();
   for (std::size_t c = 0; c < schema.components.size(); ++c) {
-    if (keep[c]) selected.components.push_back(std::move(schema.components[c]));
+    if (!keep[c]) continue;
+    selected.components.push_back(std::move(schema.components[c]));
+    if (found) selected.found_sources.push_back(schema.found_sources[c]);
   }
   return selected;
 }
@@ -114,6 +117,7 @@ std::optional<ComponentSchema> select_default_components(const Checkpoint &check
   schema.schema_version = kDefaultSchemaVersion;
   schema.components.reserve(kept.size());
   for (const TensorRef &tensor : kept) schema.components.push_back(default_component(tensor, tensor.tensor->name));
+  schema.found_sources = std::move(kept);
   return schema;
 }
 

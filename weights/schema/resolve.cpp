@@ -82,7 +82,10 @@ class ShardFiles {
   std::vector<std::shared_ptr<const SegmentFile>> files_;
 };
 
-Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpec component, ShardFiles &shard_files) {
+// `found`: the component's one source as the default schema found it, or
+// null; taken when it is the source the component names.
+Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpec component, ShardFiles &shard_files,
+                                      const TensorRef *found = nullptr) {
   const ComponentFailure fail(component.id);
   if (auto valid = component.validate(); !valid) return valid.error();
 
@@ -90,7 +93,8 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
   boost::container::small_vector<TensorRef, 1> tensors;
   std::vector<std::string> missing;
   for (const std::string &source : component.sources) {
-    const TensorRef tensor = checkpoint.find(source);
+    const bool as_found = found != nullptr && component.sources.size() == 1 && found->tensor->name == source;
+    const TensorRef tensor = as_found ? *found : checkpoint.find(source);
     if (!tensor) missing.push_back(source);
     tensors.push_back(tensor);
   }
@@ -173,8 +177,10 @@ Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSch
   // for 2^20 components is hundreds of megabytes.
   resolved.payloads.reserve(schema.components.size());
   ShardFiles shard_files(checkpoint);
-  for (ComponentSpec &component : schema.components) {
-    auto one = resolve_one(checkpoint, std::move(component), shard_files);
+  const bool found = schema.found_sources.size() == schema.components.size();
+  for (std::size_t c = 0; c < schema.components.size(); ++c) {
+    auto one = resolve_one(checkpoint, std::move(schema.components[c]), shard_files,
+                           found ? &schema.found_sources[c] : nullptr);
     if (!one) return one.error();
     if (one.value().payload) {
       resolved.payloads.push_back(std::move(*one.value().payload));

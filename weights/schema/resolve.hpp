@@ -49,6 +49,9 @@ struct ResolvedSchema {
 
 // Resolves every component, stopping at the first that fails; the schema's
 // components are moved into the payloads (pass an rvalue to spare a copy).
+// The schema's found_sources, if any, must be of this checkpoint; each is
+// taken where it is the one source its component names, and looked up by
+// name otherwise.
 Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSchema schema);
 
 }  // namespace rootspan::weights
