@@ -1,6 +1,7 @@
 #include "weights/checkpoints/checkpoint.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <system_error>
 
 #include "core/sha256.hpp"
@@ -289,36 +290,30 @@ Result<void> Checkpoint::index_tensors() {
   std::size_t count = 0;
   for (const Shard &shard : shards_) count += shard.tensors.tensors().size();
   BOOST_OUTCOME_TRY(check_tensor_count(count, shards_.size(), kMaxTensorsPerCheckpoint));
+  by_name_.clear();
   by_name_.reserve(count);
-  for (std::size_t s = 0; s < shards_.size(); ++s) {
-    const auto &tensors = shards_[s].tensors.tensors();
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      const auto [it, inserted] = by_name_.emplace(tensors[t].name, std::pair{s, t});
-      if (!inserted) {
-        return invalid("tensor " + quoted_text(tensors[t].name) + " appears in two shards: " +
-                       quoted_text(shards_[it->second.first].file) + " and " + quoted_text(shards_[s].file));
-      }
-    }
+  for (const Shard &shard : shards_) {
+    for (const TensorInfo &tensor : shard.tensors.tensors()) by_name_.push_back({&shard, &tensor});
+  }
+  sort_in_name_order(by_name_);  // stable: a name twice keeps its shards' order
+  const auto twice = std::adjacent_find(by_name_.begin(), by_name_.end(), [](const TensorRef &a, const TensorRef &b) {
+    return a.tensor->name == b.tensor->name;
+  });
+  if (twice != by_name_.end()) {
+    return invalid("tensor " + quoted_text(twice->tensor->name) + " appears in two shards: " +
+                   quoted_text(twice->shard->file) + " and " + quoted_text(std::next(twice)->shard->file));
   }
   return BOOST_OUTCOME_V2_NAMESPACE::success();
 }
 
 TensorRef Checkpoint::find(std::string_view tensor_name) const {
-  const auto found = by_name_.find(tensor_name);
-  if (found == by_name_.end()) return {};
-  const Shard &shard = shards_[found->second.first];
-  return {&shard, &shard.tensors.tensors()[found->second.second]};
+  const auto found = std::lower_bound(by_name_.begin(), by_name_.end(), tensor_name,
+                                      [](const TensorRef &t, std::string_view name) { return t.tensor->name < name; });
+  if (found == by_name_.end() || found->tensor->name != tensor_name) return {};
+  return *found;
 }
 
-std::vector<TensorRef> Checkpoint::tensors_by_name() const {
-  std::vector<TensorRef> tensors;
-  tensors.reserve(by_name_.size());
-  for (const Shard &shard : shards_) {
-    for (const TensorInfo &tensor : shard.tensors.tensors()) tensors.push_back({&shard, &tensor});
-  }
-  sort_in_name_order(tensors);
-  return tensors;
-}
+std::vector<TensorRef> Checkpoint::tensors_by_name() const { return by_name_; }
 
 std::vector<std::string> Checkpoint::tensor_names() const {
   std::vector<std::string> names;
