@@ -1043,18 +1043,23 @@ TEST_F(WeightsCApiTest, FindWithoutMemoryForItsIndexStillFinds) {
   const WrittenFile file = write_safetensors(dir_, "model.safetensors", {{"a b", "F32", {4}}, {"c", "U8", {8}}}, 5);
   ASSERT_EQ(load(file.path, options()), ROOTSPAN_OK) << message();
   std::size_t c = 99, by_name = 98, missing = 97;
-  rootspan_status found_c, found_by_name, found_missing;
+  rootspan_status found_c, found_by_name, found_missing, looked_up;
+  // A lookup's miss without memory for its error: NOT_FOUND all the same, and no error.
+  rootspan_error *error = reinterpret_cast<rootspan_error *>(&missing);  // set to see it cleared
   {
     const rootspan::testing::FailingAllocations failing;
     found_c = rootspan_weights_find(weights_, "c", &c);
     found_by_name = rootspan_weights_find(weights_, "a b", &by_name);
     found_missing = rootspan_weights_find(weights_, "tensor.1", &missing);
+    looked_up = rootspan_weights_lookup(weights_, "tensor.1", &missing, &error);
   }
   ASSERT_EQ(found_c, ROOTSPAN_OK);
   EXPECT_STREQ(info(c).id, "c");
   ASSERT_EQ(found_by_name, ROOTSPAN_OK);
   EXPECT_STREQ(info(by_name).id, "tensor.0");
   EXPECT_EQ(found_missing, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(looked_up, ROOTSPAN_ERR_NOT_FOUND);
+  EXPECT_EQ(error, nullptr);
   EXPECT_EQ(missing, 97u);
   // With memory again, the index is made, and finds the same.
   std::size_t again = 96;

@@ -5,7 +5,7 @@
 
 namespace rootspan::testing {
 std::atomic<std::size_t> largest_allocation{0};
-std::atomic<bool> failing_allocations{false};
+thread_local bool failing_allocations = false;
 }  // namespace rootspan::testing
 
 namespace {
@@ -24,13 +24,13 @@ void record(std::size_t size) {
 // reported as a mismatch.
 void *operator new(std::size_t size) {
   record(size);
-  if (rootspan::testing::failing_allocations.load(std::memory_order_relaxed)) throw std::bad_alloc();
+  if (rootspan::testing::failing_allocations) throw std::bad_alloc();
   if (void *p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
   record(size);
-  if (rootspan::testing::failing_allocations.load(std::memory_order_relaxed)) return nullptr;
+  if (rootspan::testing::failing_allocations) return nullptr;
   return std::malloc(size == 0 ? 1 : size);
 }
 void *operator new[](std::size_t size) { return ::operator new(size); }

@@ -231,8 +231,8 @@ TEST_F(Payloads, ResolveSchemaLoadsRequiredAndReportsSkipped) {
 TEST_F(Payloads, ADefaultSchemaResolvesEachComponentToTheTensorItNames) {
   // The default schema carries the tensors it was made of, which resolving
   // takes instead of looking their names up; a component whose carried
-  // tensor is not the one it names (here every one, the components
-  // reversed and the tensors not) is looked up by name.
+  // tensor is not the one it names (here all but the middle one, the
+  // components reversed and the tensors not) is looked up by name.
   for (const bool reversed : {false, true}) {
     ComponentSchema schema = default_schema(checkpoint());
     ASSERT_EQ(schema.found_sources.size(), schema.components.size());

@@ -313,12 +313,10 @@ TensorRef Checkpoint::find(std::string_view tensor_name) const {
   return *found;
 }
 
-std::vector<TensorRef> Checkpoint::tensors_by_name() const { return by_name_; }
-
 std::vector<std::string> Checkpoint::tensor_names() const {
   std::vector<std::string> names;
   names.reserve(by_name_.size());
-  for (const TensorRef &tensor : tensors_by_name()) names.push_back(tensor.tensor->name);
+  for (const TensorRef &tensor : by_name_) names.push_back(tensor.tensor->name);
   return names;
 }
 

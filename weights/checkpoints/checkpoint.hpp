@@ -88,7 +88,7 @@ class Checkpoint {
   // The tensor of that name, or an empty TensorRef (a search of the name order).
   TensorRef find(std::string_view tensor_name) const;
   // Every tensor, sorted by name (views into this checkpoint).
-  std::vector<TensorRef> tensors_by_name() const;
+  std::span<const TensorRef> tensors_by_name() const { return by_name_; }
   // Every tensor name, sorted.
   std::vector<std::string> tensor_names() const;
   // Sum of all tensors' bytes.

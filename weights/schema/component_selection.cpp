@@ -100,19 +100,17 @@ std::optional<ComponentSchema> select_default_components(const Checkpoint &check
                                                          std::span<const std::string> patterns) {
   const std::vector<Glob> globs = globs_of(patterns);
   std::vector<bool> used(patterns.size(), false);
-  std::vector<TensorRef> kept;
-  for (const Shard &shard : checkpoint.shards()) {
-    for (const TensorInfo &tensor : shard.tensors.tensors()) {
-      if (!is_component_id(tensor.name)) return std::nullopt;
-      bool keep = false;
-      for (std::size_t p = 0; p < globs.size(); ++p) {
-        if (globs[p].matches(tensor.name)) used[p] = keep = true;
-      }
-      if (keep) kept.push_back({&shard, &tensor});
+  std::vector<TensorRef> kept;  // in name order, as the checkpoint keeps them
+  for (const TensorRef &tensor : checkpoint.tensors_by_name()) {
+    const std::string &name = tensor.tensor->name;
+    if (!is_component_id(name)) return std::nullopt;
+    bool keep = false;
+    for (std::size_t p = 0; p < globs.size(); ++p) {
+      if (globs[p].matches(name)) used[p] = keep = true;
     }
+    if (keep) kept.push_back(tensor);
   }
   if (std::find(used.begin(), used.end(), false) != used.end()) return std::nullopt;
-  sort_in_name_order(kept);
   ComponentSchema schema;
   schema.schema_version = kDefaultSchemaVersion;
   schema.components.reserve(kept.size());

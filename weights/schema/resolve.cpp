@@ -82,8 +82,8 @@ class ShardFiles {
   std::vector<std::shared_ptr<const SegmentFile>> files_;
 };
 
-// `found`: the component's one source as the default schema found it, or
-// null; taken when it is the source the component names.
+// `found`: the component's source as the default schema found it, or null;
+// taken for the source of that name.
 Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpec component, ShardFiles &shard_files,
                                       const TensorRef *found = nullptr) {
   const ComponentFailure fail(component.id);
@@ -93,7 +93,7 @@ Result<ResolvedComponent> resolve_one(const Checkpoint &checkpoint, ComponentSpe
   boost::container::small_vector<TensorRef, 1> tensors;
   std::vector<std::string> missing;
   for (const std::string &source : component.sources) {
-    const bool as_found = found != nullptr && component.sources.size() == 1 && found->tensor->name == source;
+    const bool as_found = found != nullptr && found->tensor->name == source;
     const TensorRef tensor = as_found ? *found : checkpoint.find(source);
     if (!tensor) missing.push_back(source);
     tensors.push_back(tensor);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "core/text/quoting.hpp"
@@ -280,7 +281,7 @@ ComponentSpec default_component(const TensorRef &tensor, std::string id) {
 ComponentSchema default_schema(const Checkpoint &checkpoint) {
   ComponentSchema schema;
   schema.schema_version = kDefaultSchemaVersion;
-  std::vector<TensorRef> tensors = checkpoint.tensors_by_name();
+  const std::span<const TensorRef> tensors = checkpoint.tensors_by_name();
   std::vector<bool> named(tensors.size());  // the tensor's name is a valid component id
   for (std::size_t n = 0; n < tensors.size(); ++n) named[n] = is_component_id(tensors[n].tensor->name);
   // The ids taken, needed only to number the tensors whose names are not ids.
@@ -303,7 +304,7 @@ ComponentSchema default_schema(const Checkpoint &checkpoint) {
     taken.insert(id);
     schema.components.push_back(default_component(tensor, std::move(id)));
   }
-  schema.found_sources = std::move(tensors);
+  schema.found_sources.assign(tensors.begin(), tensors.end());
   return schema;
 }
 
