@@ -24,30 +24,32 @@ class RecordPool {
       inline_free_ = false;
       return &inline_;
     }
-    if (free_.empty()) [[unlikely]] {
+    if (spare() == 0) [[unlikely]] {
       ready(1);
     }
-    T *record = free_.back();
-    free_.pop_back();
+    T *record = more_->free.back();
+    more_->free.pop_back();
     return record;
   }
 
-  // Never allocates: the free list's capacity already holds every record.
+  // Never allocates: a record past the first came from more_, whose free
+  // list's capacity already holds every record.
   void give_back(T *record) noexcept {
     if (record == &inline_) {
       inline_free_ = true;
     } else {
-      free_.push_back(record);
+      more_->free.push_back(record);
     }
   }
 
   // Makes sure `count` records can be taken without allocating; on
   // bad_alloc the pool only has fewer spare records than asked.
   void ready(std::size_t count) {
-    while ((inline_free_ ? 1 : 0) + free_.size() < count) {
-      storage_.push_back(std::make_unique<T>());
-      free_.reserve(storage_.size());
-      free_.push_back(storage_.back().get());
+    while ((inline_free_ ? 1 : 0) + spare() < count) {
+      if (!more_) more_ = std::make_unique<More>();
+      more_->storage.push_back(std::make_unique<T>());
+      more_->free.reserve(more_->storage.size());
+      more_->free.push_back(more_->storage.back().get());
     }
   }
 
@@ -55,14 +57,24 @@ class RecordPool {
   template <class F>
   void for_each(F &&f) {
     f(inline_);
-    for (const std::unique_ptr<T> &record : storage_) f(*record);
+    if (!more_) return;
+    for (const std::unique_ptr<T> &record : more_->storage) f(*record);
   }
 
  private:
+  // The records past the first, and of them those given back: made at the
+  // second record taken, which most pools never take (one pointer in the
+  // pool, not two vectors, in each of a load's thousands of roots).
+  struct More {
+    std::vector<std::unique_ptr<T>> storage;
+    std::vector<T *> free;
+  };
+
+  std::size_t spare() const { return more_ ? more_->free.size() : 0; }
+
   T inline_{};
   bool inline_free_ = true;
-  std::vector<std::unique_ptr<T>> storage_;  // the records past the first
-  std::vector<T *> free_;                    // of them, those given back
+  std::unique_ptr<More> more_;
 };
 
 }  // namespace rootspan

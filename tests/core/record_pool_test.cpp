@@ -30,6 +30,19 @@ TEST(RecordPool, TheFirstRecordLiesInsideThePoolAndTheNextOnTheHeap) {
   EXPECT_NE(first, second);
 }
 
+TEST(RecordPool, APoolThatTookOneRecordIsThatRecordAndAPointer) {
+  // A load's every root holds two pools and takes one record of each: the
+  // rest of the pool is made at the second record taken.
+  struct Wide {
+    char bytes[96] = {};
+  };
+  EXPECT_LE(sizeof(RecordPool<Wide>), sizeof(Wide) + 2 * sizeof(void *));
+  RecordPool<Wide> pool;
+  Wide *first = pool.take();
+  pool.give_back(first);
+  EXPECT_EQ(pool.take(), first);
+}
+
 TEST(RecordPool, ARecordGivenBackIsTakenAgainAsItWasLeft) {
   RecordPool<Record> pool;
   Record *first = pool.take();
