@@ -70,9 +70,10 @@ struct rootspan_weights {
     if (!names_) {
       NameIndex made;
       made.by_id.reserve(result.components.size());
-      for (std::size_t i = 0; i < result.components.size(); ++i) made.by_id.emplace(result.components[i].id, i);
       for (std::size_t i = 0; i < result.components.size(); ++i) {
-        if (found_by_source(result.components[i])) made.by_source.emplace(result.components[i].source, i);
+        const auto &c = result.components[i];
+        made.by_id.emplace(c.id, i);
+        if (found_by_source(c)) made.by_source.emplace(c.source, i);
       }
       names_ = std::move(made);
     }
