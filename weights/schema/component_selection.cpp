@@ -87,11 +87,10 @@ Result<ComponentSchema> select_components(ComponentSchema schema, std::span<cons
   }
   ComponentSchema selected;
   selected.schema_version = std::move(schema.schema_version);
-  const bool found = schema.found_sources.size() == schema.components.size();
   for (std::size_t c = 0; c < schema.components.size(); ++c) {
     if (!keep[c]) continue;
     selected.components.push_back(std::move(schema.components[c]));
-    if (found) selected.found_sources.push_back(schema.found_sources[c]);
+    if (const TensorRef *found = schema.found_source(c)) selected.found_sources.push_back(*found);
   }
   return selected;
 }

@@ -32,10 +32,10 @@ Result<ComponentSchema> select_components(ComponentSchema schema, std::span<cons
 // the components left out: where every tensor name is a component id, each
 // component's id is its name, so the patterns pick tensors by name first
 // and only those are made, in the checkpoint's name order (a load of one
-// tensor of 10,000 makes one component, not 10,000). std::nullopt where a name is not an id (its
-// "tensor.<n>" is its place among all the names) or a pattern names no
-// tensor (select_components words that error): the caller takes the long
-// way, which gives the same answer.
+// tensor of 10,000 makes one component, not 10,000). std::nullopt where a
+// name is not an id (its "tensor.<n>" is its place among all the names) or
+// a pattern names no tensor (select_components words that error): the
+// caller takes the long way, which gives the same answer.
 std::optional<ComponentSchema> select_default_components(const Checkpoint &checkpoint,
                                                          std::span<const std::string> patterns);
 

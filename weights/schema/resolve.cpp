@@ -177,10 +177,8 @@ Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSch
   // for 2^20 components is hundreds of megabytes.
   resolved.payloads.reserve(schema.components.size());
   ShardFiles shard_files(checkpoint);
-  const bool found = schema.found_sources.size() == schema.components.size();
   for (std::size_t c = 0; c < schema.components.size(); ++c) {
-    auto one = resolve_one(checkpoint, std::move(schema.components[c]), shard_files,
-                           found ? &schema.found_sources[c] : nullptr);
+    auto one = resolve_one(checkpoint, std::move(schema.components[c]), shard_files, schema.found_source(c));
     if (!one) return one.error();
     if (one.value().payload) {
       resolved.payloads.push_back(std::move(*one.value().payload));

@@ -50,8 +50,8 @@ struct ResolvedSchema {
 // Resolves every component, stopping at the first that fails; the schema's
 // components are moved into the payloads (pass an rvalue to spare a copy).
 // The schema's found_sources, if any, must be of this checkpoint; each is
-// taken where it is the one source its component names, and looked up by
-// name otherwise.
+// taken for its component's source of that name, and any other source is
+// looked up by name.
 Result<ResolvedSchema> resolve_schema(const Checkpoint &checkpoint, ComponentSchema schema);
 
 }  // namespace rootspan::weights

@@ -3,6 +3,7 @@
 // for it when a checkpoint comes without one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -29,6 +30,12 @@ struct ComponentSchema {
   // looks no name up (on 10,000 tensors the lookups were some 4% of a
   // load). Empty for a schema read from a file.
   std::vector<TensorRef> found_sources;
+
+  // Component c's carried source (found_sources), or null where the schema
+  // carries none.
+  const TensorRef *found_source(std::size_t c) const {
+    return found_sources.size() == components.size() ? &found_sources[c] : nullptr;
+  }
 
   // The component of that id, or nullptr.
   const ComponentSpec *find(std::string_view id) const;
