@@ -47,23 +47,28 @@ static PyObject *new_reference(PyObject *object) {
 
 static PyObject *flag(int32_t value) { return PyBool_FromLong(value != 0); }
 
+/* (extent, ...) of a shape the library gave: a new tuple, or NULL with an exception set. */
+static PyObject *extents(const uint64_t *shape, uint32_t rank) {
+  PyObject *tuple = PyTuple_New(rank);
+  if (tuple == NULL) {
+    return NULL;
+  }
+  for (uint32_t d = 0; d < rank; ++d) {
+    PyObject *extent = PyLong_FromUnsignedLongLong(shape[d]);
+    if (extent == NULL || PyTuple_SetItem(tuple, d, extent) < 0) {  // SetItem takes extent either way
+      Py_DECREF(tuple);
+      return NULL;
+    }
+  }
+  return tuple;
+}
+
 static PyObject *shape_of(const rootspan_component_info *info) {
   if (info->rank > 0 && info->shape == NULL) {  // the library promises a shape for every rank above 0
     return PyErr_Format(PyExc_ValueError, "component %s: rank %u but no shape", info->id ? info->id : "(no id)",
                         (unsigned)info->rank);
   }
-  PyObject *shape = PyTuple_New(info->rank);
-  if (shape == NULL) {
-    return NULL;
-  }
-  for (uint32_t d = 0; d < info->rank; ++d) {
-    PyObject *extent = PyLong_FromUnsignedLongLong(info->shape[d]);
-    if (extent == NULL || PyTuple_SetItem(shape, d, extent) < 0) {  // SetItem takes extent either way
-      Py_DECREF(shape);
-      return NULL;
-    }
-  }
-  return shape;
+  return extents(info->shape, info->rank);
 }
 
 /* source_file as str: the previous component's str when it names the same file (a load's components lie in
@@ -242,7 +247,7 @@ typedef void (*string_free_function)(char *text);
 
 /* What safetensors_table builds as the library walks a file's tensors. */
 struct tensor_table {
-  PyObject *tensors;      /* name -> (dtype, [shape], offset, byte_length), in file order */
+  PyObject *tensors;      /* name -> (dtype, (shape), offset, byte_length), in file order */
   const char *last_dtype; /* the library's static name of the dtype before, and its str: a file has few types */
   PyObject *last_dtype_text;
 };
@@ -269,13 +274,7 @@ static int add_tensor(void *context, const rootspan_safetensors_tensor *tensor) 
     table->last_dtype_text = dtype;
     table->last_dtype = tensor->dtype;
   }
-  PyObject *shape = PyList_New(tensor->rank);
-  for (uint32_t d = 0; shape != NULL && d < tensor->rank; ++d) {
-    PyObject *extent = PyLong_FromUnsignedLongLong(tensor->shape[d]);
-    if (extent == NULL || PyList_SetItem(shape, d, extent) < 0) {  // SetItem takes extent either way
-      Py_CLEAR(shape);
-    }
-  }
+  PyObject *shape = extents(tensor->shape, tensor->rank);
   PyObject *entry = shape != NULL ? PyTuple_New(4) : NULL;
   if (entry == NULL) {
     Py_XDECREF(shape);
@@ -291,7 +290,7 @@ static int add_tensor(void *context, const rootspan_safetensors_tensor *tensor) 
   return added ? 0 : 1;
 }
 
-/* safetensors_table(each_tensor, string_free, path) -> (metadata JSON text, {name: (dtype, [shape], offset,
+/* safetensors_table(each_tensor, string_free, path) -> (metadata JSON text, {name: (dtype, (shape), offset,
  * byte_length)}), or None
  *
  * each_tensor, string_free: the addresses of rootspan_safetensors_each_tensor and rootspan_string_free; path:
@@ -353,7 +352,7 @@ static PyMethodDef methods[] = {
      "components(function, weights, count) -> (list of one tuple per component, status of the call that "
      "stopped, ROOTSPAN_OK when none did)"},
     {"safetensors_table", safetensors_table, METH_VARARGS,
-     "safetensors_table(each_tensor, string_free, path) -> (metadata JSON text, {name: (dtype, [shape], offset, "
+     "safetensors_table(each_tensor, string_free, path) -> (metadata JSON text, {name: (dtype, (shape), offset, "
      "byte_length)}) of one safetensors file, or None when the library refused it"},
     {"map_component", map_component, METH_VARARGS,
      "map_component(map, unmap, weights, index) -> (claim, mapping, data, byte_length) of one component claimed "

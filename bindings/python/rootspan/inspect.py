@@ -113,7 +113,7 @@ def describe_safetensors_file(path):
 
 def safetensors_file_table(path):
     """(metadata, tensors) of one safetensors file: its header's __metadata__ (a dict, or None when it has none)
-    and {name: (dtype, shape (a list), offset, bytes)} in file order, as the drop-in's safe_open keeps them. Where
+    and {name: (dtype, shape (a tuple), offset, bytes)} in file order, as the drop-in's safe_open keeps them. Where
     the compiled module is there, it builds the table as the library walks the header
     (rootspan_safetensors_each_tensor): no JSON to write and parse again, some 4 ms of a 10,000-tensor file's
     open (issue 33). Else, and where the library refuses the file (to raise what describe_safetensors_file
@@ -127,7 +127,7 @@ def safetensors_file_table(path):
             metadata, tensors = made
             return json.loads(metadata), tensors
     description = describe_safetensors_file(path)
-    return description["metadata"], {name: (dtype, shape, offset, nbytes)
+    return description["metadata"], {name: (dtype, tuple(shape), offset, nbytes)
                                      for name, dtype, shape, offset, nbytes in description["tensors"]}
 
 

@@ -320,6 +320,21 @@ class TorchLoad(Folder):
                         self.assertEqual(f.keys(), ["a", "b"])  # the handle keeps serving what it read
                     gc.collect()
 
+    def test_safe_open_names_the_tensor_a_later_load_lost_even_if_an_earlier_load_had_it(self):
+        # A tensor read on its own first (pread), then gone from the file when the rest are loaded at once: the
+        # refusal names that tensor, not one the later load brought, and the handle still serves what it read.
+        path = self.path("losing.safetensors")
+        st_torch.save_file({"a": torch.arange(4.0), "b": torch.arange(6.0), "c": torch.arange(2.0)}, path)
+        with safe_open(path, "pt", backend="pread") as f:
+            self.assertTrue(torch.equal(f.get_tensor("a"), torch.arange(4.0)))
+            st_torch.save_file({"b": torch.arange(6.0), "c": torch.arange(2.0)}, path)
+            with self.assertRaises(SafetensorError) as refused:
+                f.get_tensors()
+            self.assertIn("changed since it was opened: tensor a is no longer F32[4] of 16 bytes",
+                          str(refused.exception))
+            self.assertTrue(torch.equal(f.get_tensor("a"), torch.arange(4.0)))
+        gc.collect()
+
     def test_drop_in_load_file_with_empty_tensors_checks_its_load_against_the_header(self):
         # A file with an empty tensor is loaded, then its header read for the empty ones: a header that no
         # longer matches what was loaded (the file changed in between) is refused, naming the tensor.
@@ -331,7 +346,7 @@ class TorchLoad(Folder):
 
         def changed(p):
             metadata, tensors = real(p)
-            return metadata, {n: (code, [8], offset, 32) if n == "w" else (code, shape, offset, nbytes)
+            return metadata, {n: (code, (8,), offset, 32) if n == "w" else (code, shape, offset, nbytes)
                               for n, (code, shape, offset, nbytes) in tensors.items()}
 
         with mock.patch.object(_open, "safetensors_file_table", changed):

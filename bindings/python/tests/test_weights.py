@@ -802,7 +802,7 @@ class CompiledDescribe(Base):
                 self.assertEqual(list(compiled[1]), list(by_json[1]), "file order, both ways")
         metadata, tensors = rootspan.inspect.safetensors_file_table(with_metadata)
         self.assertEqual(metadata, {"format": "pt", "note": "caf\u00e9"})
-        self.assertEqual(tensors['a "quoted"\\name'], ("I64", [], 8 + os.path.getsize(with_metadata) - 18, 8))
+        self.assertEqual(tensors['a "quoted"\\name'], ("I64", (), 8 + os.path.getsize(with_metadata) - 18, 8))
         self.assertEqual(list(tensors), ["w", 'a "quoted"\\name', "empty", "caf\u00e9.q"])
 
     def test_a_refused_header_says_why_as_its_description_does(self):

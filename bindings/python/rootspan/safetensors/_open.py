@@ -380,35 +380,34 @@ class safe_open:
             if e.name == "InvalidCheckpoint":
                 raise from_core(e) from e
             raise SafetensorError(f"Could not read {self._path}: {e}") from e
-        # Each component asked for must be the header's tensor, and every tensor asked for with bytes must be
-        # among them (one pass over the components, then a count: thousands of tensors).
+        # One pass over the components (thousands): each asked for must be the header's tensor, and is kept
+        # unless loaded before; then every tensor asked for with bytes must have been among them.
         tensors, by_name = self._tensors, self._by_name
-        asked, others = [], []  # the components of tensors asked for; the others
+        kept, others, asked = [], [], 0  # the components kept; the others; how many were asked for
         for c in weights._components:
-            entry = tensors.get(c.source_name) if name is None or c.source_name == name else None
+            n = c.source_name
+            entry = tensors.get(n) if name is None or n == name else None
             if entry is None:
                 others.append(c)
-            elif c.nbytes != entry[3] or c.shape != tuple(entry[1]):
-                weights.close()
-                raise self._changed(c.source_name, *entry[:2], entry[3])
+                continue
+            if c.nbytes != entry[3] or c.shape != entry[1]:
+                self._forget(kept, weights)
+                raise self._changed(n, entry[0], entry[1], entry[3])
+            asked += 1
+            if n in by_name:
+                others.append(c)
             else:
-                asked.append(c)
-        if len(asked) != (self._loaded_tensors if name is None else 1):
-            weights.close()
-            found = {c.source_name for c in asked}
-            missing = next(n for n in (tensors if name is None else (name,)) if tensors[n][3] and n not in found)
+                by_name[n] = c
+                kept.append(c)
+        if asked != (self._loaded_tensors if name is None else 1):
+            found = {c.source_name for c in weights._components}
+            self._forget(kept, weights)
             if name is not None:
                 return False
+            missing = next(n for n, entry in tensors.items() if entry[3] and n not in found)
             code, shape, _, nbytes = tensors[missing]
             raise self._changed(missing, code, shape, nbytes)
         self._loads.append(weights)
-        kept = []
-        for c in asked:
-            if c.source_name in by_name:
-                others.append(c)
-            else:
-                by_name[c.source_name] = c
-                kept.append(c)
         for c in others:
             c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
         if name is None:  # the whole file: every tensor's memory mapped in one call
@@ -417,6 +416,12 @@ class safe_open:
             own = [c for at, c in enumerate(kept) if at not in views]
             self._leases.update((c.source_name, lease) for c, lease in zip(own, map_leases(own)) if lease)
         return True
+
+    def _forget(self, kept, weights):
+        """Undoes _load's keeping of `kept` and closes the load they came from: it failed its checks."""
+        for c in kept:
+            del self._by_name[c.source_name]
+        weights.close()
 
 
 def _ready_tensors(views, by_name, asked):
