@@ -695,14 +695,39 @@ def _component_values(lib, handle, count):
     return described, _abi.OK
 
 
+# How many components a walk over values() or items() leases at once, ahead of its caller (_walk).
+_LEASED_AHEAD = 256
+
+
+def _walk(components, items):
+    """Each of components (a load's, in load order), or (id, component) where items is true. Once the caller
+    holds an export of each of the two components handed to it last (the usual loop: numpy() or a tensor of
+    every component, kept), the leases of the next _LEASED_AHEAD are made in one library call (map_leases):
+    each export then finds its lease made, where each alone takes a call of its own (issue 33: half the cost
+    of a component's numpy()). The walk holds each such lease until it moves past that component: one the
+    caller did not take goes back then, so what a caller drops still goes back at once."""
+    ahead = {}  # position -> the lease made ahead for the component there, until the walk moves past it
+    for at, c in enumerate(components):
+        if at not in ahead and at >= 2 and _held(components[at - 1]) and _held(components[at - 2]):
+            chunk = components[at:at + _LEASED_AHEAD]
+            ahead = dict(zip(range(at, at + len(chunk)), map_leases(chunk)))
+        yield (c.id, c) if items else c
+        ahead.pop(at, None)
+
+
+def _held(component):
+    """Whether an export of component is live (its lease, held by an array or tensor the caller keeps)."""
+    return component._wstate.exported[component.index]
+
+
 class _ComponentValues(collections.abc.ValuesView):
     def __iter__(self):
-        return iter(self._mapping._live_components())
+        return _walk(self._mapping._live_components(), False)
 
 
 class _ComponentItems(collections.abc.ItemsView):
     def __iter__(self):
-        return iter([(c.id, c) for c in self._mapping._live_components()])
+        return _walk(self._mapping._live_components(), True)
 
 
 class Weights(collections.abc.Mapping):

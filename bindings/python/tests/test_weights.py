@@ -17,6 +17,7 @@ import tempfile
 import threading
 import unittest
 import unittest.mock
+import weakref
 
 try:
     import numpy
@@ -355,6 +356,67 @@ class Lifetime(Base):
             self.assertEqual(len(weights.values()), len(ids))
             self.assertIn(weights[ids[0]], weights.values())
             self.assertIn((ids[0], weights[ids[0]]), weights.items())
+
+    def test_a_walk_leases_ahead_only_for_a_caller_that_keeps_what_it_exports(self):
+        """values() and items() make the next components' leases in one call once their caller holds an export
+        of the two components handed to it last, and give back each lease the caller did not take as the walk
+        moves past it, or when the walk is dropped."""
+        tensors = checkpoint_tensors(EXAMPLE)
+        made = []  # weak references to the leases each map_leases call made (the walk alone holds them)
+
+        def leases_of(components):
+            leases = rootspan.weights._map_leases(components, False)
+            made.append([weakref.ref(lease) for lease in leases if lease is not None])
+            return leases
+
+        def lease_under(array):  # numpy's views down to the owner holding the lease
+            while not hasattr(array, "lease"):
+                array = array.base
+            return array.lease
+
+        for strategy in ("mmap", "read"):
+            with self.subTest(strategy=strategy), unittest.mock.patch.object(rootspan.weights, "_LEASED_AHEAD", 2), \
+                    unittest.mock.patch.object(rootspan.weights, "map_leases", side_effect=leases_of) as ahead:
+                weights = self.ctx.load(EXAMPLE, strategy=strategy)
+                state, count = weights._wstate, len(weights)
+                made.clear()
+                kept = {cid: c.numpy(dtype="uint8") for cid, c in weights.items()}  # every export kept
+                self.assertEqual([len(leases) for leases in made], [2, count - 4], "positions 2-3, then the rest")
+                for c in list(weights.values())[2:]:
+                    lease = next(lease() for leases in made for lease in leases if lease().claim._index == c.index)
+                    self.assertIs(lease_under(kept[c.id]), lease, "each export took the lease made ahead for it")
+                self.assertEqual({cid: a.tobytes() for cid, a in kept.items()},
+                                 {c.id: tensors[c.source_name][2] for c in weights.values()})
+                del kept, lease
+                gc.collect()
+                ahead.reset_mock()
+                self.assertEqual([c.id for c in weights.values()], list(weights))
+                ahead.assert_not_called()  # a walk that exports nothing leases nothing ahead
+                one = [c.numpy(dtype="uint8") for c in weights.values() if c.index == 1]
+                ahead.assert_not_called()  # nor one whose caller kept one export: two in a row, kept, are asked
+                del one
+                gc.collect()
+                made.clear()
+                walked = []
+                for c in weights.values():  # the first two kept, then nothing taken
+                    walked.append(c.numpy(dtype="uint8") if len(walked) < 2 else None)
+                self.assertEqual([len(leases) for leases in made], [2], "leased ahead once, then not again")
+                gc.collect()
+                self.assertEqual(state.exported, [True, True] + [False] * (count - 2),
+                                 "the leases the caller did not take went back as the walk moved past them")
+                walked.clear()
+                gc.collect()
+                made.clear()
+                walk = iter(weights.items())
+                early = [next(walk)[1].numpy(dtype="uint8") for _ in range(3)]  # stopped inside a leased run
+                self.assertTrue(state.exported[3], "position 3 is leased ahead, held by the walk")
+                del walk
+                gc.collect()
+                self.assertEqual(state.exported, [True] * 3 + [False] * (count - 3), "the walk dropped: back")
+                del early
+                weights.close()
+                gc.collect()
+                self.assertIsNone(state.handle, "nothing held: the weights are freed")
 
     def test_a_file_lease_let_go_frees_the_weights_in_one_call(self):
         """The components a file's views hold (rootspan.weights.map_file_views, how the loaders hand out zero-copy
