@@ -140,6 +140,8 @@ class Context:
         with state.lock:
             if state.handle is None:
                 return 0
+            for weights in list(state.weights):  # the leases walks made ahead, no caller took (weights._walk)
+                weights.leased_ahead.clear()
             state.closing = True
             if state.leases:
                 return None

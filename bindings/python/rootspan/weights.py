@@ -50,6 +50,7 @@ class _WeightsState:
         self.roots = [None] * count  # component index -> weakref to its Root object, to invalidate it
         self.given_up = [False] * count  # component index -> released as soon as nothing uses it
         self.exported = [False] * count  # component index -> its exports' lease (and claim) is live
+        self.leased_ahead = {}  # component index -> its export lease, made by a walk ahead of its caller (_walk)
         context._state.weights.add(self)
 
     def release_unused(self):
@@ -126,6 +127,7 @@ class _WeightsState:
     def close(self):
         """Releases what nothing uses now, the rest when its last consumer goes."""
         self.given_up = [True] * len(self.given_up)
+        self.leased_ahead.clear()  # no caller took them: their roots go now too
         self.release_unused()
 
     def give_up(self, index):
@@ -205,7 +207,7 @@ def _map_leases(components, hand_over):
         loads.setdefault(id(c._wstate), (c._wstate, []))[1].append((c.index, at))
     for wstate, wanted in loads.values():
         with wstate.context_state.lock:
-            if wstate.handle is None or wstate.context_state.handle is None:
+            if wstate.handle is None or wstate.context_state.handle is None or wstate.context_state.closing:
                 continue
             wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
                             (components[at]._lease is None or components[at]._lease() is None))
@@ -516,6 +518,11 @@ class Component(_Exportable):
     @property
     def root(self):
         """The component's Root, owned by the weights: claim it, do not release it."""
+        self._wstate.leased_ahead.pop(self.index, None)  # a lease made ahead goes (_walk): its claim is exclusive
+        return self._own_root()
+
+    def _own_root(self):
+        """root, for the package's own exports: a lease made ahead stays for the export to take."""
         with self._wstate.context_state.lock:
             if self._root is None:
                 released = self._wstate.handle is None or self._wstate.released[self.index]
@@ -535,7 +542,7 @@ class Component(_Exportable):
         self._wstate.context_state.require_open(operation)
 
     def _export_root(self):
-        return self.root
+        return self._own_root()
 
     def _export_layout(self):
         if self.encoding == "block_quantized":
@@ -593,7 +600,7 @@ class Component(_Exportable):
             self._require_exportable()
             if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
                 return host_device()
-            return self.root._dlpack_device()
+            return self._own_root()._dlpack_device()
 
     def _in_host_memory(self):
         # zero-copy: the host provider mapping the file in place. Without the lock __dlpack_device__ takes: the
@@ -699,20 +706,42 @@ def _component_values(lib, handle, count):
 _LEASED_AHEAD = 256
 
 
-def _walk(components, items):
-    """Each of components (a load's, in load order), or (id, component) where items is true. Once the caller
-    holds an export of each of the two components handed to it last (the usual loop: numpy() or a tensor of
-    every component, kept), the leases of the next _LEASED_AHEAD are made in one library call (map_leases):
-    each export then finds its lease made, where each alone takes a call of its own (issue 33: half the cost
-    of a component's numpy()). The walk holds each such lease until it moves past that component: one the
-    caller did not take goes back then, so what a caller drops still goes back at once."""
-    ahead = {}  # position -> the lease made ahead for the component there, until the walk moves past it
-    for at, c in enumerate(components):
-        if at not in ahead and at >= 2 and _held(components[at - 1]) and _held(components[at - 2]):
-            chunk = components[at:at + _LEASED_AHEAD]
-            ahead = dict(zip(range(at, at + len(chunk)), map_leases(chunk)))
-        yield (c.id, c) if items else c
-        ahead.pop(at, None)
+def _walk(weights, items):
+    """Each component of weights in load order, or (id, component) where items is true. Once the caller holds
+    an export of each of the two components handed to it last (the usual loop: numpy() or a tensor of every
+    component, kept), the leases of the next _LEASED_AHEAD not exported yet are made in one library call
+    (map_leases): each export then finds its lease made, where each alone takes a call of its own (issue 33:
+    a third of the cost of a component's numpy()). Such a lease waits in the weights' state (leased_ahead)
+    until the walk moves past its component, so one the caller did not take goes back then, and as soon as
+    its component's root is asked for (Component.root: the lease's claim would refuse the root's own). Closing
+    the weights or the context drops such leases (_WeightsState.close, Context.close), and none is made after
+    (map_leases maps no released component, and nothing for a closing context): what the caller exports from
+    then on is refused as it always was."""
+    components = weights._live_components()
+    wstate = weights._wstate
+    leased, exported = wstate.leased_ahead, wstate.exported
+    mine = []  # the indices this walk leased ahead
+    window_end = 2  # the position the components leased ahead reach
+    try:
+        for at, c in enumerate(components):
+            if at >= window_end and _held(components[at - 1]) and _held(components[at - 2]):
+                window_end = at + _LEASED_AHEAD
+                # not the exported (a file's views among them: the call would refuse the whole run)
+                chunk = [d for d in components[at:window_end] if not exported[d.index]]
+                mine += _lease_ahead(chunk, leased)
+            yield (c.id, c) if items else c
+            leased.pop(c.index, None)
+    finally:  # run out, or dropped by its caller
+        for index in mine:
+            leased.pop(index, None)
+
+
+def _lease_ahead(components, leased):
+    """Leases components in one call (map_leases) into leased (index -> lease); the indices leased. No local of
+    the walk holds a lease: the one in leased is the only reference the walk keeps."""
+    made = [(c.index, lease) for c, lease in zip(components, map_leases(components)) if lease is not None]
+    leased.update(made)
+    return [index for index, _ in made]
 
 
 def _held(component):
@@ -722,12 +751,12 @@ def _held(component):
 
 class _ComponentValues(collections.abc.ValuesView):
     def __iter__(self):
-        return _walk(self._mapping._live_components(), False)
+        return _walk(self._mapping, False)
 
 
 class _ComponentItems(collections.abc.ItemsView):
     def __iter__(self):
-        return _walk(self._mapping._live_components(), True)
+        return _walk(self._mapping, True)
 
 
 class Weights(collections.abc.Mapping):
