@@ -156,6 +156,8 @@ class Root(_Exportable):
         check_bool(exclusive, "exclusive")
         with self._state.lock:
             handle = self._live("claim_acquire")
+            if self._owner is not None:  # a component's: a lease a walk made ahead of its caller gives way
+                self._owner.leased_ahead.pop(self._owner_index, None)
             if length is None:
                 length = max(self.info.byte_length - offset, 0)
             check_int(length, "length")

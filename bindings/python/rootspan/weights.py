@@ -126,8 +126,9 @@ class _WeightsState:
 
     def close(self):
         """Releases what nothing uses now, the rest when its last consumer goes."""
-        self.given_up = [True] * len(self.given_up)
-        self.leased_ahead.clear()  # no caller took them: their roots go now too
+        with self.context_state.lock:  # against a walk keeping the leases it makes (_lease_ahead)
+            self.given_up = [True] * len(self.given_up)
+            self.leased_ahead.clear()  # the leases walks made ahead: their roots go now, unless an export took one
         self.release_unused()
 
     def give_up(self, index):
@@ -518,11 +519,6 @@ class Component(_Exportable):
     @property
     def root(self):
         """The component's Root, owned by the weights: claim it, do not release it."""
-        self._wstate.leased_ahead.pop(self.index, None)  # a lease made ahead goes (_walk): its claim is exclusive
-        return self._own_root()
-
-    def _own_root(self):
-        """root, for the package's own exports: a lease made ahead stays for the export to take."""
         with self._wstate.context_state.lock:
             if self._root is None:
                 released = self._wstate.handle is None or self._wstate.released[self.index]
@@ -542,7 +538,7 @@ class Component(_Exportable):
         self._wstate.context_state.require_open(operation)
 
     def _export_root(self):
-        return self._own_root()
+        return self.root
 
     def _export_layout(self):
         if self.encoding == "block_quantized":
@@ -600,7 +596,7 @@ class Component(_Exportable):
             self._require_exportable()
             if self.zero_copy:  # the host provider mapping the file in place: host memory, no Root needed
                 return host_device()
-            return self._own_root()._dlpack_device()
+            return self.root._dlpack_device()
 
     def _in_host_memory(self):
         # zero-copy: the host provider mapping the file in place. Without the lock __dlpack_device__ takes: the
@@ -706,29 +702,26 @@ def _component_values(lib, handle, count):
 _LEASED_AHEAD = 256
 
 
-def _walk(weights, items):
-    """Each component of weights in load order, or (id, component) where items is true. Once the caller holds
-    an export of each of the two components handed to it last (the usual loop: numpy() or a tensor of every
-    component, kept), the leases of the next _LEASED_AHEAD not exported yet are made in one library call
-    (map_leases): each export then finds its lease made, where each alone takes a call of its own (issue 33:
-    a third of the cost of a component's numpy()). Such a lease waits in the weights' state (leased_ahead)
-    until the walk moves past its component, so one the caller did not take goes back then, and as soon as
-    its component's root is asked for (Component.root: the lease's claim would refuse the root's own). Closing
-    the weights or the context drops such leases (_WeightsState.close, Context.close), and none is made after
-    (map_leases maps no released component, and nothing for a closing context): what the caller exports from
-    then on is refused as it always was."""
-    components = weights._live_components()
-    wstate = weights._wstate
-    leased, exported = wstate.leased_ahead, wstate.exported
+def _walk(components, wstate, items):
+    """Each of components (a load's, in load order; wstate its state), or (id, component) where items is true.
+    Once the caller holds an export of each of the two components handed to it last (the usual loop: numpy()
+    or a tensor of every component, kept), the leases of the next _LEASED_AHEAD are made at once (map_leases:
+    one library call for each run of them not exported yet), and each export finds its lease made, where each
+    alone takes a call of its own (issue 33: a third of the cost of a component's numpy()). Such a lease
+    waits in the weights' state (leased_ahead) until the walk moves past its component, so one the caller did
+    not take goes back then. It also goes as soon as its component's root is claimed (Root.claim: a writable
+    component's export claim is exclusive, and would refuse the root's own), and when the weights or the
+    context are closed (_WeightsState.close, Context.close); none is made after (map_leases maps nothing for
+    a closing context, _lease_ahead nothing given up): what the caller exports from then on is refused as it
+    always was."""
+    leased = wstate.leased_ahead
     mine = []  # the indices this walk leased ahead
     window_end = 2  # the position the components leased ahead reach
     try:
         for at, c in enumerate(components):
             if at >= window_end and _held(components[at - 1]) and _held(components[at - 2]):
                 window_end = at + _LEASED_AHEAD
-                # not the exported (a file's views among them: the call would refuse the whole run)
-                chunk = [d for d in components[at:window_end] if not exported[d.index]]
-                mine += _lease_ahead(chunk, leased)
+                mine += _lease_ahead(components[at:window_end], wstate)
             yield (c.id, c) if items else c
             leased.pop(c.index, None)
     finally:  # run out, or dropped by its caller
@@ -736,11 +729,16 @@ def _walk(weights, items):
             leased.pop(index, None)
 
 
-def _lease_ahead(components, leased):
-    """Leases components in one call (map_leases) into leased (index -> lease); the indices leased. No local of
-    the walk holds a lease: the one in leased is the only reference the walk keeps."""
-    made = [(c.index, lease) for c, lease in zip(components, map_leases(components)) if lease is not None]
-    leased.update(made)
+def _lease_ahead(components, wstate):
+    """Leases components (one load's, wstate its state) not exported or given up yet, into wstate.leased_ahead;
+    the indices leased. Under the context's lock, so that a close on another thread comes before or after
+    (_WeightsState.close). No local of the walk holds a lease: the one in leased_ahead is its only reference."""
+    with wstate.context_state.lock:
+        exported, given_up = wstate.exported, wstate.given_up
+        # not the exported (a file's views among them: the call would refuse their whole run)
+        wanted = [c for c in components if not exported[c.index] and not given_up[c.index]]
+        made = [(c.index, lease) for c, lease in zip(wanted, map_leases(wanted)) if lease is not None]
+        wstate.leased_ahead.update(made)
     return [index for index, _ in made]
 
 
@@ -750,13 +748,13 @@ def _held(component):
 
 
 class _ComponentValues(collections.abc.ValuesView):
-    def __iter__(self):
-        return _walk(self._mapping, False)
+    def __iter__(self):  # the components taken now: closed weights refuse here, as a list's iterator did
+        return _walk(self._mapping._live_components(), self._mapping._wstate, False)
 
 
 class _ComponentItems(collections.abc.ItemsView):
     def __iter__(self):
-        return _walk(self._mapping, True)
+        return _walk(self._mapping._live_components(), self._mapping._wstate, True)
 
 
 class Weights(collections.abc.Mapping):

@@ -358,51 +358,57 @@ class Lifetime(Base):
             self.assertIn((ids[0], weights[ids[0]]), weights.items())
 
     def test_a_walk_that_leased_ahead_gives_way_to_a_close_and_to_a_components_root(self):
-        """The leases a walk made ahead go when the weights or the context are closed (what the caller exports
-        after is refused, as without them), and a component's own lease goes when its root is asked for (the
-        lease's exclusive claim would refuse the root's)."""
+        """The leases a walk made ahead go when the weights or the context are closed, and none is made after
+        (what the caller exports after is refused, as without them); a component's lease made ahead goes when
+        its root is claimed (the lease's exclusive claim would refuse the root's), through a Root taken before
+        the walk too."""
         tensors = checkpoint_tensors(EXAMPLE)
         for strategy in ("mmap", "read"):
             for closing in ("weights", "context"):
-                # One leased ahead at a time: position 2 is taken, then the close; the walk, its caller holding
-                # the two before, would lease position 3 next: it must not.
-                with self.subTest(strategy=strategy, closing=closing), \
-                        unittest.mock.patch.object(rootspan.weights, "_LEASED_AHEAD", 1):
-                    ctx = rootspan.Context()
-                    weights = ctx.load(EXAMPLE, strategy=strategy)
-                    state, count = weights._wstate, len(weights)
-                    taken, refused = [], []
-                    for at, c in enumerate(weights.values()):
-                        try:
-                            taken.append(c.numpy(dtype="uint8"))
-                        except ValueError as e:
-                            refused.append(str(e))
-                        if at == 2:
-                            self.assertEqual(sorted(state.leased_ahead), [2], "leased ahead, before the close")
-                            (weights if closing == "weights" else ctx).close()
-                            self.assertEqual(state.leased_ahead, {}, "the close dropped what was leased ahead")
-                    self.assertEqual(len(taken), 3)
-                    expected = "was released" if closing == "weights" else "the context is closed"
-                    self.assertEqual(len(refused), count - 3)
-                    self.assertTrue(all(expected in text for text in refused), refused)
-                    del taken
-                    gc.collect()
-                    self.assertIsNone(state.handle, "the last export dropped: the weights are freed")
-                    ctx.close()
-            with self.subTest(strategy=strategy, root="asked"), \
+                for ahead in (1, 2):
+                    # Position 2 is taken, then the close. Leasing two at a time, position 3 was leased ahead
+                    # and must go with the close; one at a time, the walk (its caller holding the two before)
+                    # would lease position 3 next and must not.
+                    with self.subTest(strategy=strategy, closing=closing, ahead=ahead), \
+                            unittest.mock.patch.object(rootspan.weights, "_LEASED_AHEAD", ahead):
+                        ctx = rootspan.Context()
+                        weights = ctx.load(EXAMPLE, strategy=strategy)
+                        state, count = weights._wstate, len(weights)
+                        taken, refused = [], []
+                        for at, c in enumerate(weights.values()):
+                            try:
+                                taken.append(c.numpy(dtype="uint8"))
+                            except ValueError as e:
+                                refused.append(str(e))
+                            if at == 2:
+                                self.assertEqual(sorted(state.leased_ahead), list(range(2, 2 + ahead)))
+                                (weights if closing == "weights" else ctx).close()
+                                self.assertEqual(state.leased_ahead, {}, "the close dropped what was leased ahead")
+                                self.assertFalse(any(state.exported[3:]), "nothing past position 2 is claimed")
+                        self.assertEqual(len(taken), 3)
+                        expected = "was released" if closing == "weights" else "the context is closed"
+                        self.assertEqual(len(refused), count - 3)
+                        self.assertTrue(all(expected in text for text in refused), refused)
+                        with self.assertRaisesRegex(ValueError, "closed"):
+                            iter(weights.values())  # refused at iter(), as a list's iterator was
+                        del taken
+                        gc.collect()
+                        self.assertIsNone(state.handle, "the last export dropped: the weights are freed")
+                        ctx.close()
+            with self.subTest(strategy=strategy, root="claimed"), \
                     unittest.mock.patch.object(rootspan.weights, "_LEASED_AHEAD", 2), \
                     self.ctx.load(EXAMPLE, strategy=strategy) as weights:
+                roots = {c.index: c.root for c in weights.values()}  # taken before the walk leases anything
                 kept, read = [], []
                 for at, c in enumerate(weights.values()):
                     if at >= 2:
                         self.assertIn(c.index, weights._wstate.leased_ahead)
-                        read.append(bytes(c.root.read(0, 4)))  # no ConflictError: the lease made ahead went
+                        read.append(bytes(roots[c.index].read(0, 4)))  # no ConflictError: the lease ahead went
                         self.assertNotIn(c.index, weights._wstate.leased_ahead)
                     kept.append(c.numpy(dtype="uint8"))
                 self.assertEqual(read, [tensors[c.source_name][2][:4] for c in list(weights.values())[2:]])
-                self.assertEqual([a.tobytes() for a in kept],
-                                 [tensors[c.source_name][2] for c in weights.values()])
-                del kept
+                self.assertEqual([a.tobytes() for a in kept], [tensors[c.source_name][2] for c in weights.values()])
+                del kept, roots
                 gc.collect()
 
     def test_a_walk_leases_ahead_only_for_a_caller_that_keeps_what_it_exports(self):
@@ -464,6 +470,15 @@ class Lifetime(Base):
                 self.assertEqual(state.exported, [True] * 3 + [False] * (count - 3), "the walk dropped: back")
                 del early
                 gc.collect()
+                with self.ctx.load(EXAMPLE, strategy=strategy) as given:  # position 3 given up, still claimed
+                    claim = given._components[3].root.claim()
+                    given._components[3]._hand_over()
+                    made.clear()
+                    kept = [c.numpy(dtype="uint8") for c in given.values() if c.index != 3]
+                    self.assertEqual([len(leases) for leases in made], [1], "position 2, not 3")
+                    del kept
+                    claim.release()
+                    gc.collect()
                 if strategy == "mmap":  # position 3 held by a view of its file: the rest are leased ahead all the same
                     with self.ctx.load(EXAMPLE, strategy=strategy) as viewed_weights:
                         viewed = rootspan.weights.map_file_views([viewed_weights._components[3]])
