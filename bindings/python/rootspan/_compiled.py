@@ -10,12 +10,17 @@
    first of this Python's extension suffixes that loads.
 
 Not found, or not loadable by this Python (an ImportError): None, and the ctypes path serves, more slowly.
+Found but built from another copy of _describe.c (its INTERFACE_VERSION is not this package's): None as
+well, with a RuntimeWarning that names where it was found and both versions.
 """
 import os
 import threading
+import warnings
 
 from . import _library
 
+# What the compiled module's functions take and give: _describe.c's INTERFACE_VERSION, raised with it.
+INTERFACE_VERSION = 1
 _SETTING = "ROOTSPAN_PYTHON_EXTENSION"
 _lock = threading.Lock()
 _found = None  # (module or None,) once looked for
@@ -43,7 +48,7 @@ def _look():
 def _import():
     try:
         from . import _describe
-        return _describe
+        return _usable(_describe, _describe.__file__)
     except ImportError:
         pass
     library = _library.path()
@@ -62,5 +67,17 @@ def _import():
             spec.loader.exec_module(module)
         except ImportError:  # not loadable by this Python (another version, a broken file): the next, or ctypes
             continue
+        return _usable(module, path)
+    return None
+
+
+def _usable(module, where):
+    """module where it was built from this package's _describe.c (its INTERFACE_VERSION), else None with a
+    RuntimeWarning: its tuples may differ from what the package reads, so the ctypes path serves."""
+    found = getattr(module, "INTERFACE_VERSION", None)
+    if found == INTERFACE_VERSION:
         return module
+    warnings.warn(f"rootspan: the compiled module at {where} has interface version {found}, this package expects "
+                  f"{INTERFACE_VERSION} (it was built from another copy of _describe.c: rebuild it); the package "
+                  "describes and maps components through ctypes instead, more slowly", RuntimeWarning, stacklevel=2)
     return None

@@ -378,4 +378,16 @@ static struct PyModuleDef module_definition = {
     NULL,
 };
 
-PyMODINIT_FUNC PyInit__describe(void) { return PyModule_Create(&module_definition); }
+/* What this module's functions take and give, as rootspan/_compiled.py expects it: raised whenever one of them
+ * changes, so that a module built from another copy of this file is not used (a source tree run against an
+ * older build folder). */
+#define INTERFACE_VERSION 1
+
+PyMODINIT_FUNC PyInit__describe(void) {
+  PyObject *module = PyModule_Create(&module_definition);
+  if (module != NULL && PyModule_AddIntConstant(module, "INTERFACE_VERSION", INTERFACE_VERSION) < 0) {
+    Py_DECREF(module);
+    return NULL;
+  }
+  return module;
+}

@@ -853,6 +853,20 @@ class CompiledDescribe(Base):
         self.assertEqual(status, 0, output)
         self.assertIn(" components through ctypes", output)
 
+    def test_a_module_built_from_another_copy_of_its_source_is_not_used(self):
+        # Its INTERFACE_VERSION says what its functions take and give: one that differs from the package's
+        # (an older build folder's module has none) leaves the ctypes path, with a warning naming both.
+        import types
+        for found in (None, _compiled.INTERFACE_VERSION + 1):
+            module = types.SimpleNamespace() if found is None else types.SimpleNamespace(INTERFACE_VERSION=found)
+            with self.subTest(found=found), self.assertWarnsRegex(
+                    RuntimeWarning, rf"at /old/build/_describe\.so has interface version {found}, this package "
+                                    rf"expects {_compiled.INTERFACE_VERSION} "):
+                self.assertIsNone(_compiled._usable(module, "/old/build/_describe.so"))
+        current = types.SimpleNamespace(INTERFACE_VERSION=_compiled.INTERFACE_VERSION)
+        self.assertIs(_compiled._usable(current, "here"), current)
+        self.assertEqual(self.compiled().INTERFACE_VERSION, _compiled.INTERFACE_VERSION, "the build's own module")
+
     def test_bad_calls_are_refused(self):
         compiled = self.compiled()
         with self.ctx.load(EXAMPLE) as weights:
