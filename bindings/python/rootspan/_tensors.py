@@ -135,21 +135,28 @@ def to_device(tensor, device, component=None):
 # torch through numpy.
 _CAPSULE_TYPES = {name: dtypes.dlpack_type(name) for name in ("I8", "I16", "I32", "I64", "U8", "F16", "F32", "F64",
                                                               "BF16")}
-_from_dlpack = None  # torch.utils.dlpack.from_dlpack, looked up once
+_from_dlpack = None  # torch's converter of a capsule (_capsule_converter), looked up once
+
+
+def _capsule_converter():
+    """torch's converter of a DLPack capsule: torch._C._from_dlpack, which torch.utils.dlpack.from_dlpack calls
+    for a capsule after asking whether it is an array with __dlpack__ (a third of the time of a small tensor's
+    capsule; issue 33); from_dlpack itself in a torch without it."""
+    import torch.utils.dlpack
+    return getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
 
 
 def _capsule_tensor(component, name, shape, lease):
     """The tensor over a writable component's bytes through a DLPack capsule made in C (rootspan._describe's
     tensor_capsule, issue 33: half the numpy way's cost), or None where that module or the type is not
     there for it. lease: the component's live lease where the caller holds it already (map_leases), or None."""
+    global _from_dlpack
     code_bits = _CAPSULE_TYPES.get(name)
     make = getattr(_compiled.describe(), "tensor_capsule", None) if code_bits is not None else None
     if make is None:
         return None
-    global _from_dlpack
     if _from_dlpack is None:
-        import torch.utils.dlpack
-        _from_dlpack = torch.utils.dlpack.from_dlpack
+        _from_dlpack = _capsule_converter()
     if lease is None or lease.mapping is None:
         lease = component._export_lease()
     return _from_dlpack(make(lease, lease.address, lease.nbytes, tuple(shape), *code_bits))
@@ -239,6 +246,10 @@ def empty_tensor(entry, error=TypeError):
 def tensor_of(component, error=TypeError, lease=None):
     """A CPU tensor over a loaded component's memory (to_torch): a block-quantized component is uint8 of shape
     grid + (bytes_per_block,). lease: the component's lease where the caller holds it (map_leases)."""
+    if component.encoding != "block_quantized" and not component.read_only:  # the usual case: to_torch's
+        tensor = _capsule_tensor(component, component.dtype, component.shape, lease)  # first way, at once
+        if tensor is not None:
+            return tensor
     shape = component.shape
     if component.encoding == "block_quantized":
         shape = shape + (component.bytes_per_block,)

@@ -201,18 +201,18 @@ def map_leases(components, hand_over=False):
         return _map_leases(components, hand_over)
 
 
+_wstate_of = operator.attrgetter("_wstate")
+_index_of = operator.attrgetter("index")
+_lease_of = operator.attrgetter("_lease")
+
+
 def _map_leases(components, hand_over):
     leases = [None] * len(components)
-    loads = {}  # id(weights state) -> (state, [(index, position)])
-    for at, c in enumerate(components):
-        loads.setdefault(id(c._wstate), (c._wstate, []))[1].append((c.index, at))
-    for wstate, wanted in loads.values():
+    for wstate, wanted in _by_load(components):
         with wstate.context_state.lock:
             if wstate.handle is None or wstate.context_state.handle is None or wstate.context_state.closing:
                 continue
-            wanted = sorted((index, at) for index, at in wanted if not wstate.released[index] and
-                            (components[at]._lease is None or components[at]._lease() is None))
-            for run in _runs(wanted):
+            for run in _runs(_unleased(wstate, wanted, components)):
                 for (index, at), mapped in zip(run, _map_components(wstate, run)[1]):
                     lease = _export_lease_of(wstate, index, mapped)
                     components[at]._lease = weakref.ref(lease)
@@ -220,6 +220,26 @@ def _map_leases(components, hand_over):
                     if hand_over:
                         wstate.given_up[index] = True
     return leases
+
+
+def _unleased(wstate, wanted, components):
+    """wanted, [(index, position in components)] of one load, by index, less the components released or with a
+    live lease already. A fresh load's (none released, none leased) goes without a check of each."""
+    if not any(wstate.released) and not any(map(_lease_of, components)):
+        return sorted(wanted)
+    return sorted((index, at) for index, at in wanted if not wstate.released[index] and
+                  (components[at]._lease is None or components[at]._lease() is None))
+
+
+def _by_load(components):
+    """[(weights state, [(index, position in components)])]: components grouped by the load they are of."""
+    wstates = list(map(_wstate_of, components))
+    if wstates and wstates.count(wstates[0]) == len(wstates):  # one load's (the usual): no grouping
+        return [(wstates[0], list(zip(map(_index_of, components), itertools.count())))]
+    loads = {}  # id(weights state) -> (state, [(index, position)])
+    for at, c in enumerate(components):
+        loads.setdefault(id(c._wstate), (c._wstate, []))[1].append((c.index, at))
+    return list(loads.values())
 
 
 def _export_lease_of(wstate, index, mapped):

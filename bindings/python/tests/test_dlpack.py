@@ -25,7 +25,7 @@ except ImportError as missing:
 
 import rootspan
 import rootspan.torch
-from rootspan import _compiled, dlpack
+from rootspan import _compiled, _tensors, dlpack
 from support import VERSIONED_NUMPY, VERSIONED_TORCH, Consumed, context, write_safetensors
 
 
@@ -381,6 +381,24 @@ class CompiledCapsules(Base):
                     self.assertEqual(bytes(tensor.reshape(-1).view(torch.uint8).tolist()), tensors[name][2], name)
                 by_capsule["F32.row"][0, 0] = 7.0  # writable, and its own memory
                 self.assertEqual(by_numpy["F32.row"][0, 0].item(), 0.25)
+
+    def test_capsules_reach_torch_through_its_converter_or_else_through_from_dlpack(self):
+        # torch's own converter of a capsule (what from_dlpack calls for one) where this torch has it; in a
+        # torch without it, from_dlpack: the same tensor either way
+        path = os.path.join(self.tmp.name, "one.safetensors")
+        write_safetensors(path, {"w": ("F32", (2,), struct.pack("<2f", 1.5, -2.0))})
+        converter = getattr(torch._C, "_from_dlpack", None)
+        self.assertIsNotNone(converter, f"torch {torch.__version__} has no torch._C._from_dlpack")
+        for present in (True, False):
+            private = unittest.mock.Mock(side_effect=converter)
+            public = unittest.mock.Mock(side_effect=converter)
+            with self.subTest(converter_present=present), \
+                    unittest.mock.patch.object(_tensors, "_from_dlpack", None), \
+                    unittest.mock.patch.object(torch._C, "_from_dlpack", private if present else None), \
+                    unittest.mock.patch.object(torch.utils.dlpack, "from_dlpack", public):
+                tensor = rootspan.torch.load(path, strategy="read")["w"]
+                self.assertEqual((private.call_count, public.call_count), (1, 0) if present else (0, 1))
+                self.assertEqual(tensor.tolist(), [1.5, -2.0])
 
     def test_the_lease_lives_as_long_as_the_tensor(self):
         weights = self.ctx.load(self.write_one(), strategy="read")

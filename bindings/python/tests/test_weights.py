@@ -657,6 +657,31 @@ class Lifetime(Base):
         weights.close()
         self.assertTrue(all(state.released))
 
+    def test_leases_mapped_at_once_for_two_loads_in_any_order_each_lie_over_their_own_component(self):
+        """map_leases of the components of two loads, mixed and out of index order: each lease is its own
+        component's (its bytes), whichever load it is of; a component that went back gets none."""
+        from rootspan.weights import map_leases
+        tensors = checkpoint_tensors(EXAMPLE)
+        first, second = (self.ctx.load(EXAMPLE, strategy="read") for _ in range(2))
+        gone = first[list(first)[1]]
+        gone._hand_over()  # nothing uses it: back at once
+        self.assertTrue(first._wstate.released[gone.index])
+        ones, others = first._components, second._components  # the one that went back too
+        for mixed in (ones[::-1] + others, [c for pair in zip(others, ones) for c in pair]):  # one reversed; mixed
+            leases = map_leases(mixed)
+            for component, lease in zip(mixed, leases):
+                if component is gone:
+                    self.assertIsNone(lease, "a component that went back is not leased")
+                    continue
+                self.assertIsNotNone(lease, component.id)
+                self.assertIs(lease.claim._wstate, component._wstate, component.id)
+                self.assertEqual(ctypes.string_at(lease.address, lease.nbytes), tensors[component.source_name][2],
+                                 component.id)
+            del leases, lease  # each goes: the next round leases every component again
+            gc.collect()
+        first.close()
+        second.close()
+
     def test_consumer_outlives_the_weights_object(self):
         tensors = checkpoint_tensors(EXAMPLE)
         weights = self.ctx.load(EXAMPLE)
