@@ -140,8 +140,8 @@ _from_dlpack = None  # torch's converter of a capsule (_capsule_converter), look
 
 def _capsule_converter():
     """torch's converter of a DLPack capsule: torch._C._from_dlpack, which torch.utils.dlpack.from_dlpack calls
-    for a capsule after asking whether it is an array with __dlpack__ (a third of the time of a small tensor's
-    capsule; issue 33); from_dlpack itself in a torch without it."""
+    for a capsule after asking whether it is an array with __dlpack__ (some 0.3 µs of a small tensor's 1.0 through
+    from_dlpack; issue 33); from_dlpack itself in a torch without it."""
     import torch.utils.dlpack
     return getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
 

@@ -225,7 +225,7 @@ def _map_leases(components, hand_over):
 def _unleased(wstate, wanted, components):
     """wanted, [(index, position in components)] of one load, by index, less the components released or with a
     live lease already. A fresh load's (none released, none leased) goes without a check of each."""
-    if not any(wstate.released) and not any(map(_lease_of, components)):
+    if wstate.unreleased == len(wstate.released) and not any(map(_lease_of, components)):
         return sorted(wanted)
     return sorted((index, at) for index, at in wanted if not wstate.released[index] and
                   (components[at]._lease is None or components[at]._lease() is None))
@@ -234,7 +234,8 @@ def _unleased(wstate, wanted, components):
 def _by_load(components):
     """[(weights state, [(index, position in components)])]: components grouped by the load they are of."""
     wstates = list(map(_wstate_of, components))
-    if wstates and wstates.count(wstates[0]) == len(wstates):  # one load's (the usual): no grouping
+    # one load's (the usual): no grouping (count compares by identity: _WeightsState defines no __eq__)
+    if wstates and wstates.count(wstates[0]) == len(wstates):
         return [(wstates[0], list(zip(map(_index_of, components), itertools.count())))]
     loads = {}  # id(weights state) -> (state, [(index, position)])
     for at, c in enumerate(components):
