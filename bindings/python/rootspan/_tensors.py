@@ -246,10 +246,6 @@ def empty_tensor(entry, error=TypeError):
 def tensor_of(component, error=TypeError, lease=None):
     """A CPU tensor over a loaded component's memory (to_torch): a block-quantized component is uint8 of shape
     grid + (bytes_per_block,). lease: the component's lease where the caller holds it (map_leases)."""
-    if component.encoding != "block_quantized" and not component.read_only:  # the usual case: to_torch's
-        tensor = _capsule_tensor(component, component.dtype, component.shape, lease)  # first way, at once
-        if tensor is not None:
-            return tensor
     shape = component.shape
     if component.encoding == "block_quantized":
         shape = shape + (component.bytes_per_block,)
