@@ -4,7 +4,9 @@ A `_Lease` holds one rootspan mapping (and, for exports, the shared claim it
 was made under) for as long as anything uses the memory: a Mapping object,
 a memoryview, a numpy array, or a DLPack consumer. Every view keeps its lease
 alive by reference, so the mapping is unmapped — and an owned claim released —
-when the last of them is garbage, on whatever thread drops it.
+when the last of them is garbage, on whatever thread drops it. A loaded
+component's exports have leases of their own kind, read the same way
+(weights._ExportLease: the claim and its mapping in one object).
 
 The package's own reads of that memory (hashing it, copying a slice or a
 whole tensor out of it) go through the library's protected copy (copy_out):
@@ -45,7 +47,6 @@ def gc_paused():
 
 class _Lease:
     """One live mapping of a claim; unmapped when the lease is garbage or released."""
-    # slots: a load of thousands of copied tensors makes one lease each (and components keep weak references)
     __slots__ = ("state", "claim", "offset", "mapping", "own_claim", "address", "nbytes", "__weakref__")
 
     def __init__(self, state, claim, mapping, own_claim, offset=0, address=None, nbytes=None):

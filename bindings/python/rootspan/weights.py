@@ -214,7 +214,7 @@ def _map_leases(components, hand_over):
                 continue
             for run in _runs(_unleased(wstate, wanted, components)):
                 for (index, at), mapped in zip(run, _map_components(wstate, run)[1]):
-                    lease = _export_lease_of(wstate, index, mapped)
+                    lease = _ExportLease(wstate, index, *mapped)
                     components[at]._lease = weakref.ref(lease)
                     leases[at] = lease
                     if hand_over:
@@ -241,14 +241,6 @@ def _by_load(components):
     for at, c in enumerate(components):
         loads.setdefault(id(c._wstate), (c._wstate, []))[1].append((c.index, at))
     return list(loads.values())
-
-
-def _export_lease_of(wstate, index, mapped):
-    """The export lease of component `index` over its (claim, mapping, address, nbytes) from
-    _map_components: the lease owns the claim."""
-    claim, mapping, data, nbytes = mapped
-    return _memory._Lease(wstate.context_state, _ExportClaim(wstate, index, claim), mapping, own_claim=True,
-                          address=data, nbytes=nbytes)
 
 
 def _runs(wanted):
@@ -467,35 +459,69 @@ def lease_of_view(view, component):
     return owner.lease.part(component.index)
 
 
-class _ExportClaim:
-    """The claim every export of a component is made under, owned by their lease (rootspan._memory._Lease):
-    what a lease needs of a claim, and no more. A load hands out thousands of tensors, each under such a
-    claim, so it is made without the Root and Claim objects a caller's own claims go through (issue 33)."""
-    __slots__ = ("_state", "_handle", "_wstate", "_index")
+class _ExportLease:
+    """The lease every export of a component is made under: its claim and the mapping of it, which go
+    together when the last export goes (or the lease is released). What rootspan._memory reads of a lease
+    (state, mapping, address, nbytes, offset, the claim's handle) and no more: a load hands out thousands of
+    tensors, each under such a lease, so it is one object, without the Root, Claim and lease objects a
+    caller's own claims go through (issue 33). Made holding the context's lock."""
+    __slots__ = ("state", "mapping", "address", "nbytes", "_handle", "_wstate", "_index", "__weakref__")
+    offset = 0  # the mapping is the whole claim
 
-    def __init__(self, wstate, index, handle):
-        self._state = wstate.context_state
-        self._handle = handle
+    def __init__(self, wstate, index, claim, mapping, address, nbytes):
+        """claim, mapping: the handles of the component's claim and its mapping, which the lease owns from
+        here on; address, nbytes: where the mapping lies."""
+        self.state = state = wstate.context_state
+        self.mapping = mapping  # rootspan_mapping * (int); None once released
+        self.address = address or 0
+        self.nbytes = nbytes
+        self._handle = claim  # rootspan_claim * (int)
         self._wstate = wstate
         self._index = index
         wstate.exported[index] = True
+        state.leases += 1
+
+    @property
+    def claim(self):
+        """What rootspan._memory.copy_out asks for the claim's handle (_live): the lease itself."""
+        return self
 
     def _live(self, operation):
-        self._state.require_open(operation)
+        self.state.require_open(operation)
         if self._handle is None:
             raise ValueError(f"{operation}: the claim was released")
         return self._handle
 
-    def _lease_ended(self, own_claim):
-        """(holding the context's lock) The lease over this claim was unmapped, or never made: the claim goes
-        (a lease owns its export claim), and the component with it if it was given up. One call that takes
-        the lock no second time: each of thousands of dropped tensors ends this way."""
-        state = self._state
-        if own_claim and self._handle is not None and state.handle is not None and \
-                state.lib.rootspan_claim_release(self._handle, None) == _abi.OK:
-            self._handle = None
-        self._wstate.exported[self._index] = False
-        state.after_release(self._wstate, self._index)
+    def release(self):
+        """Unmaps and ends the claim (once): the component goes back with it if it was given up. One call
+        that takes the lock once: each of thousands of dropped tensors ends this way."""
+        state = self.state
+        with state.lock:
+            if self.mapping is None:
+                return
+            mapping, self.mapping = self.mapping, None
+            state.leases -= 1
+            if state.handle is not None:  # a destroyed context already released everything
+                state.lib.rootspan_unmap(mapping)
+                self._handle = _claim_ended(self._wstate, self._index, self._handle)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # nothing useful to do while being collected
+            pass
+
+
+def _claim_ended(wstate, index, claim):
+    """(holding the context's lock, the context open) Releases an export's claim, whose mapping is gone or
+    was never made: the component goes back if it was given up, and a waiting close finishes. None, or the
+    claim where the library would not release it."""
+    state = wstate.context_state
+    if claim is not None and state.lib.rootspan_claim_release(claim, None) == _abi.OK:
+        claim = None
+    wstate.exported[index] = False
+    state.after_release(wstate, index)
+    return claim
 
 
 class Component(_Exportable):
@@ -579,28 +605,29 @@ class Component(_Exportable):
             # the map and reading the mapping's address and length took four (issue 33: Context.load +
             # numpy() does this for every component).
             mapped = _map_one(self._wstate, self.index)
-            if mapped is not None:
-                lease = _export_lease_of(self._wstate, self.index, mapped)
-                self._lease = weakref.ref(lease)
-                return lease
-            # That call failed: the same steps one by one, the failing one saying what is wrong. Root.claim
-            # and Claim.map without their argument checks (whole component, checked sizes).
-            writable = not self.read_only
-            lib = state.lib
-            out = ctypes.c_void_p()
-            errors.check(lib, lib.rootspan_claim_acquire, self._root_handle, 0, self.nbytes,
-                         _abi.CLAIM_EXCLUSIVE if writable else _abi.CLAIM_SHARED, ctypes.byref(out))
-            claim = _ExportClaim(self._wstate, self.index, out.value)
-            try:
-                mapping = ctypes.c_void_p()
-                errors.check(lib, lib.rootspan_map_write if writable else lib.rootspan_map_read, out.value,
-                             self._map_code, 0, self.nbytes, ctypes.byref(mapping))
-            except BaseException:
-                claim._lease_ended(True)
-                raise
-            lease = _memory._Lease(state, claim, mapping.value, own_claim=True)
+            if mapped is None:  # that call failed: the same steps one by one, the failing one saying what is wrong
+                mapped = self._claim_and_map()
+            lease = _ExportLease(self._wstate, self.index, *mapped)
             self._lease = weakref.ref(lease)
             return lease
+
+    def _claim_and_map(self):
+        """(claim, mapping, address, nbytes) of the whole component, by Root.claim and Claim.map without their
+        argument checks (whole component, checked sizes); raises what is wrong. Holding the lock."""
+        writable = not self.read_only
+        lib = self._wstate.context_state.lib
+        claim = ctypes.c_void_p()
+        errors.check(lib, lib.rootspan_claim_acquire, self._root_handle, 0, self.nbytes,
+                     _abi.CLAIM_EXCLUSIVE if writable else _abi.CLAIM_SHARED, ctypes.byref(claim))
+        try:
+            mapping = ctypes.c_void_p()
+            errors.check(lib, lib.rootspan_map_write if writable else lib.rootspan_map_read, claim.value,
+                         self._map_code, 0, self.nbytes, ctypes.byref(mapping))
+        except BaseException:
+            _claim_ended(self._wstate, self.index, claim.value)
+            raise
+        return claim.value, mapping.value, lib.rootspan_mapping_data(mapping.value), \
+            lib.rootspan_mapping_length(mapping.value)
 
     def _live_lease(self):
         """The lease every export of this component shares, while it still holds the memory; else None."""

@@ -347,6 +347,37 @@ class Lifetime(Base):
                 self.assertEqual(array.nbytes, component.nbytes)
                 del array
 
+    def test_an_export_claims_and_maps_step_by_step_where_its_one_call_fails_and_a_failed_map_leaves_no_claim(self):
+        # Where the one call that claims and maps a component fails, the steps go one by one: the export has the
+        # component's bytes; a map that fails after its claim says why and releases that claim.
+        from rootspan import weights as weights_module
+        lib = self.ctx._state.lib
+        for strategy in ("read", "mmap"):
+            with self.subTest(strategy=strategy), self.ctx.load(EXAMPLE, strategy=strategy) as weights:
+                component = weights["model.norm.weight"]
+                expected = bytes(component.numpy().tobytes())  # its lease goes with the array
+                name = "rootspan_map_read" if component.read_only else "rootspan_map_write"
+                real_map = getattr(lib, name)
+
+                def past_the_end(claim, code, offset, length, out, error):  # the library refuses it
+                    return real_map(claim, code, offset + length, length, out, error)
+
+                with unittest.mock.patch.object(weights_module, "_map_one", return_value=None):
+                    array = component.numpy()
+                    self.assertEqual(array.tobytes(), expected)
+                    self.assertTrue(weights._wstate.exported[component.index])
+                    del array
+                    self.assertFalse(weights._wstate.exported[component.index])
+                    with unittest.mock.patch.object(lib, name, side_effect=past_the_end), \
+                            self.assertRaises(rootspan.errors.Error) as caught:
+                        component.numpy()
+                self.assertIn("map", caught.exception.operation)
+                self.assertFalse(weights._wstate.exported[component.index])
+                self.assertEqual(self.ctx._state.leases, 0)
+                claim = component.root.claim(exclusive=True)  # the failed export left no claim behind
+                claim.release()
+                self.assertEqual(component.numpy().tobytes(), expected)
+
     def test_values_and_items_are_the_components_by_id_in_load_order(self):
         with self.ctx.load(EXAMPLE, schema=EXAMPLE_SCHEMA) as weights:
             ids = list(weights)
