@@ -58,6 +58,8 @@ tags = [line.split(": ", 1)[1] for line in distribution("rootspan").read_text("W
         if line.startswith("Tag: ")]
 assert compiled.__file__.endswith(".abi3.so") and tags and all("-abi3-" in tag for tag in tags), (compiled, tags)
 print("compiled module:", os.path.basename(compiled.__file__), "wheel tags:", tags)
+# built by Python 3.11 or later, for that limited API, which has the buffer protocol numpy's arrays are made over
+assert sys.version_info < (3, 11) or hasattr(compiled, "lease_memory"), "the wheel's module has no lease_memory"
 with rootspan.Context() as ctx:  # the wheel's manifest, found beside its library
     reports = ctx.providers()
     assert any(r.name == "host" and r.state == "loaded" for r in reports), reports

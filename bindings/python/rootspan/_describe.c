@@ -1,7 +1,8 @@
 /* rootspan._describe: every component of a load described in one call, one
  * component claimed and mapped for its export in one (map_component), a
  * safetensors header's table built as the library walks it (safetensors_table),
- * and
+ * memory a lease holds as a buffer numpy makes an array of in one call
+ * (_lease_memory.c, lease_memory, where the API built for has buffers), and
  * (where dlpack/dlpack.h was found at build time) copied tensors handed to
  * torch as DLPack capsules made in C (_capsule.c, tensor_capsule).
  *
@@ -28,6 +29,7 @@
 #ifdef ROOTSPAN_HAVE_DLPACK_H
 #include "_capsule.h"
 #endif
+#include "_lease_memory.h"
 
 typedef rootspan_status (*component_function)(const rootspan_weights *weights, size_t index,
                                               rootspan_component_info *info);
@@ -357,6 +359,11 @@ static PyMethodDef methods[] = {
     {"map_component", map_component, METH_VARARGS,
      "map_component(map, unmap, weights, index) -> (claim, mapping, data, byte_length) of one component claimed "
      "and mapped whole, or None when that failed (nothing claimed)"},
+#ifdef ROOTSPAN_HAVE_LEASE_MEMORY
+    {"lease_memory", rootspan_lease_memory, METH_VARARGS,
+     "lease_memory(lease, address, nbytes, readonly) -> an object exporting nbytes bytes at address as a buffer, "
+     "read-only where readonly, that keeps lease alive (_lease_memory.c)"},
+#endif
 #ifdef ROOTSPAN_HAVE_DLPACK_H
     {"tensor_capsule", rootspan_tensor_capsule, METH_VARARGS,
      "tensor_capsule(owner, address, nbytes, shape, code, bits) -> a DLPack capsule of a writable CPU tensor "
@@ -384,6 +391,11 @@ static struct PyModuleDef module_definition = {
 #define INTERFACE_VERSION 1
 
 PyMODINIT_FUNC PyInit__describe(void) {
+#ifdef ROOTSPAN_HAVE_LEASE_MEMORY
+  if (rootspan_lease_memory_ready() < 0) {
+    return NULL;
+  }
+#endif
   PyObject *module = PyModule_Create(&module_definition);
   if (module != NULL && PyModule_AddIntConstant(module, "INTERFACE_VERSION", INTERFACE_VERSION) < 0) {
     Py_DECREF(module);

@@ -14,8 +14,9 @@ memory over a file mapping faults once the file is truncated, and the
 library turns that into an IoError instead of a dead process.
 
 Read-only memory is only ever handed out read-only: with numpy, views are
-read-only ndarrays whose base object exports no buffer at all, so neither
-`flags.writeable = True` nor a new buffer over `.base` can make it writable.
+read-only ndarrays whose base object exports a read-only buffer or none at
+all, so neither `flags.writeable = True` nor a new buffer over `.base` can
+make it writable.
 """
 import contextlib
 import ctypes
@@ -106,8 +107,26 @@ class _ArrayOwner:
         self.__array_interface__ = interface
 
 
+# rootspan._describe.lease_memory (the lease's memory as a buffer), or False where the compiled module has none:
+# looked up at the first array (_lease_memory)
+_memory_of = None
+
+
+def _lease_memory():
+    global _memory_of
+    from . import _compiled  # here: the compiled module is found once the library is
+    _memory_of = getattr(_compiled.describe(), "lease_memory", None) or False
+    return _memory_of
+
+
 def ndarray(lease, offset, typestr, shape, readonly):
-    """A numpy array over the lease's memory from offset, with no copy."""
+    """A numpy array over the lease's memory from offset, with no copy. Its base holds the lease: the compiled
+    lease_memory's buffer (read-only where readonly), in one numpy call; else an owner object with an array
+    interface, which exports no buffer."""
+    memory_of = _memory_of if _memory_of is not None else _lease_memory()
+    nbytes = lease.nbytes - offset
+    if memory_of and nbytes > 0:  # numpy checks that shape and typestr fit in nbytes
+        return numpy.ndarray(shape, typestr, memory_of(lease, lease.address + offset, nbytes, readonly))
     interface = {"version": 3, "shape": tuple(shape), "typestr": typestr,
                  "data": (lease.address + offset, bool(readonly)), "strides": None}
     owner = _ArrayOwner(lease, interface)

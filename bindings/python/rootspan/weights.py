@@ -455,7 +455,7 @@ def lease_of_view(view, component):
     """The lease copy_out reads component's bytes through, for `view`, its bytes from map_file_views."""
     owner = view
     while not isinstance(getattr(owner, "lease", None), _FileLease):
-        owner = owner.base  # numpy views down to the _memory._ArrayOwner holding the file lease
+        owner = owner.base  # numpy views down to the base holding the file lease (_memory.ndarray)
     return owner.lease.part(component.index)
 
 

@@ -25,7 +25,7 @@ except ImportError as missing:
 
 import rootspan
 import rootspan.torch
-from rootspan import _compiled, _tensors, dlpack
+from rootspan import _compiled, _memory, _tensors, dlpack
 from support import VERSIONED_NUMPY, VERSIONED_TORCH, Consumed, context, write_safetensors
 
 
@@ -109,20 +109,32 @@ class SameMemory(Base):
 
 class ReadOnly(Base):
     def test_numpy_is_not_writeable(self):
-        root = self.read_only_root()
-        array = root.numpy()
-        self.assertEqual(array.ctypes.data, mapping_address(root))
-        self.assertFalse(array.flags.writeable)
-        with self.assertRaises(ValueError):
-            array[0] = 1.0
-        with self.assertRaisesRegex(ValueError, "cannot set WRITEABLE flag"):
-            array.flags.writeable = True
-        with self.assertRaises(TypeError):  # the base object exports no buffer to get around it
-            memoryview(array.base)
-        with self.assertRaises(TypeError):
-            ctypes.c_char.from_buffer(array)
-        self.assertTrue(memoryview(array).readonly)
-        del array
+        # The array's base is the compiled module's buffer of the memory (lease_memory), read-only, or, without
+        # it, an owner with an array interface, which exports no buffer: nothing makes the array writable.
+        for way in ("buffer", "interface"):
+            with self.subTest(way=way), unittest.mock.patch.object(_memory, "_memory_of", None if way == "buffer"
+                                                                   else False):
+                if way == "buffer" and not _memory._lease_memory():
+                    self.skipTest("the compiled module has no lease_memory here")
+                root = self.read_only_root()
+                array = root.numpy()
+                self.assertEqual(array.ctypes.data, mapping_address(root))
+                self.assertFalse(array.flags.writeable)
+                with self.assertRaises(ValueError):
+                    array[0] = 1.0
+                with self.assertRaisesRegex(ValueError, "cannot set WRITEABLE flag"):
+                    array.flags.writeable = True
+                if way == "buffer":
+                    self.assertTrue(memoryview(array.base).readonly)
+                    with self.assertRaisesRegex(TypeError, "not writable"):  # nor writable through the base
+                        ctypes.c_char.from_buffer(array.base)
+                else:
+                    with self.assertRaises(TypeError):  # the base object exports no buffer to get around it
+                        memoryview(array.base)
+                with self.assertRaises(TypeError):
+                    ctypes.c_char.from_buffer(array)
+                self.assertTrue(memoryview(array).readonly)
+                del array
         root.release()
 
     def test_read_mapping_view_is_read_only(self):

@@ -983,6 +983,53 @@ class CompiledDescribe(Base):
             self.assertEqual(lib.rootspan_unmap(mapping), _abi.OK)
             self.assertEqual(lib.rootspan_claim_release(claim_handle, None), _abi.OK)
 
+    def test_lease_memory_exports_the_memory_read_only_where_asked_and_keeps_its_lease(self):
+        # lease_memory (numpy's arrays of exported memory): the bytes at the address as a buffer, read-only where
+        # asked, holding the lease (.lease) until the last array over it goes; bad calls refused by name.
+        make = getattr(self.compiled(), "lease_memory", None)
+        if make is None:
+            if os.environ.get("ROOTSPAN_COMPILED_MODULE") == "built" and sys.version_info >= (3, 11):
+                self.fail("the build makes lease_memory for Python 3.11 and later, but the module has none")
+            self.skipTest("the compiled module has no lease_memory here (a limited API without buffers)")
+
+        class Lease:  # what the memory is kept alive by
+            pass
+
+        for readonly in (False, True):
+            with self.subTest(readonly=readonly):
+                data = ctypes.create_string_buffer(struct.pack("<4f", 1.0, 2.0, 3.0, 4.0), 16)
+                lease = Lease()
+                gone = weakref.ref(lease)
+                memory = make(lease, ctypes.addressof(data) + 4, 8, readonly)
+                self.assertIs(memory.lease, lease)
+                del lease
+                view = memoryview(memory)
+                self.assertEqual((view.format, view.shape, view.readonly), ("B", (8,), readonly))
+                self.assertEqual(view.tobytes(), struct.pack("<2f", 2.0, 3.0))
+                view.release()
+                array = numpy.ndarray((2,), "<f4", memory)
+                self.assertIs(array.base, memory)
+                self.assertEqual((array.tolist(), array.flags.writeable), ([2.0, 3.0], not readonly))
+                if readonly:
+                    with self.assertRaises((BufferError, TypeError)):  # a writable request is refused
+                        struct.pack_into("<f", memory, 0, 9.0)
+                else:
+                    array[0] = 9.0  # writes the memory itself
+                    self.assertEqual(struct.unpack_from("<f", data, 4)[0], 9.0)
+                del memory
+                self.assertIsNotNone(gone(), "the array keeps the lease alive")
+                del array
+                self.assertIsNone(gone(), "the last array went: so did the lease")
+        with self.assertRaisesRegex(ValueError, "nbytes of at least 0, got -1"):
+            make(None, ctypes.addressof(data), -1, False)
+        with self.assertRaisesRegex(ValueError, "the address of 8 bytes, got 0"):
+            make(None, 0, 8, False)
+        with self.assertRaises(TypeError):
+            make(None, str(ctypes.addressof(data)), 8, False)
+        self.assertEqual(memoryview(make(None, 0, 0, True)).nbytes, 0)
+        with self.assertRaises(TypeError):  # only lease_memory makes one
+            type(make(None, 0, 0, True))()
+
     def test_a_safetensors_header_table_is_the_one_its_description_gives(self):
         # safetensors_table (the drop-in's safe_open) builds, from the library's walk, the table the JSON
         # description gives: metadata or none, a scalar, an empty tensor, a sub-byte type, names JSON escapes.
