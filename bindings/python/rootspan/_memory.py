@@ -5,7 +5,7 @@ was made under) for as long as anything uses the memory: a Mapping object,
 a memoryview, a numpy array, or a DLPack consumer. Every view keeps its lease
 alive by reference, so the mapping is unmapped — and an owned claim released —
 when the last of them is garbage, on whatever thread drops it. A loaded
-component's exports have leases of their own kind, read the same way
+component's exports share a lease that holds the claim's handle itself
 (weights._ExportLease: the claim and its mapping in one object).
 
 The package's own reads of that memory (hashing it, copying a slice or a
@@ -73,7 +73,16 @@ class _Lease:
             state.leases -= 1
             if state.handle is not None:  # a destroyed context already released everything
                 state.lib.rootspan_unmap(mapping)
-                self.claim._lease_ended(self.own_claim)
+                self._mapping_ended()
+
+    def _mapping_ended(self):
+        """(holding the lock, the context open) The mapping went: the claim's turn, which an export's lease
+        owns (own_claim)."""
+        self.claim._lease_ended(self.own_claim)
+
+    def _claim_handle(self, operation):
+        """The handle of the claim the mapping was made under, for a library call on it (copy_out)."""
+        return self.claim._live(operation)
 
     def __del__(self):
         try:
@@ -156,7 +165,7 @@ def copy_out(lease, offset, nbytes, address):
     with state.lock:  # against a close on another thread
         if lease.mapping is None:
             raise ValueError("copy_to_host: the memory was released")
-        handle = lease.claim._live("copy_to_host")
+        handle = lease._claim_handle("copy_to_host")
         errors.check(state.lib, state.lib.rootspan_copy_to_host, handle, lease.offset + offset,
                      ctypes.c_void_p(address), nbytes)
 

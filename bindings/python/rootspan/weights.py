@@ -424,8 +424,8 @@ class _FileLease:
 
 
 class _FileLeasePart:
-    """One component's share of a _FileLease, as rootspan._memory.copy_out reads a lease: its claim (under
-    which the library copies, from offset 0) while the file lease holds it. It keeps the file lease, and so
+    """One component's share of a _FileLease, as rootspan._memory.copy_out reads a lease: its claim's handle
+    (under which the library copies, from offset 0) while the file lease holds it. It keeps the file lease, and so
     every view of that file's memory, alive. Made by lease_of_view."""
     __slots__ = ("_file_lease", "_claim", "state")
     offset = 0
@@ -440,11 +440,7 @@ class _FileLeasePart:
         """Truthy while the file lease holds its memory; None once released (what copy_out checks)."""
         return True if self._file_lease._indices and self._claim is not None else None
 
-    @property
-    def claim(self):
-        return self
-
-    def _live(self, operation):
+    def _claim_handle(self, operation):
         self.state.require_open(operation)
         if self.mapping is None:
             raise ValueError(f"{operation}: the claim was released")
@@ -459,57 +455,37 @@ def lease_of_view(view, component):
     return owner.lease.part(component.index)
 
 
-class _ExportLease:
-    """The lease every export of a component is made under: its claim and the mapping of it, which go
-    together when the last export goes (or the lease is released). What rootspan._memory reads of a lease
-    (state, mapping, address, nbytes, offset, the claim's handle) and no more: a load hands out thousands of
-    tensors, each under such a lease, so it is one object, without the Root, Claim and lease objects a
-    caller's own claims go through (issue 33). Made holding the context's lock."""
-    __slots__ = ("state", "mapping", "address", "nbytes", "_handle", "_wstate", "_index", "__weakref__")
-    offset = 0  # the mapping is the whole claim
+class _ExportLease(_memory._Lease):
+    """The lease every export of a component is made under: it owns the component's claim (its handle) and
+    the mapping of it, which go together when the last export goes (or the lease is released). A load hands
+    out thousands of tensors, each under such a lease, so it is one object, without the Root and Claim
+    objects a caller's own claims go through (issue 33). Made holding the context's lock."""
+    __slots__ = ("_wstate", "_index")
 
     def __init__(self, wstate, index, claim, mapping, address, nbytes):
         """claim, mapping: the handles of the component's claim and its mapping, which the lease owns from
         here on; address, nbytes: where the mapping lies."""
         self.state = state = wstate.context_state
+        self.claim = claim  # rootspan_claim * (int); None once released
+        self.offset = 0  # the mapping is the whole claim
         self.mapping = mapping  # rootspan_mapping * (int); None once released
+        self.own_claim = True
         self.address = address or 0
         self.nbytes = nbytes
-        self._handle = claim  # rootspan_claim * (int)
         self._wstate = wstate
         self._index = index
         wstate.exported[index] = True
-        state.leases += 1
+        state.leases += 1  # the caller holds the lock
 
-    @property
-    def claim(self):
-        """What rootspan._memory.copy_out asks for the claim's handle (_live): the lease itself."""
-        return self
-
-    def _live(self, operation):
+    def _claim_handle(self, operation):
         self.state.require_open(operation)
-        if self._handle is None:
+        if self.claim is None:
             raise ValueError(f"{operation}: the claim was released")
-        return self._handle
+        return self.claim
 
-    def release(self):
-        """Unmaps and ends the claim (once): the component goes back with it if it was given up. One call
-        that takes the lock once: each of thousands of dropped tensors ends this way."""
-        state = self.state
-        with state.lock:
-            if self.mapping is None:
-                return
-            mapping, self.mapping = self.mapping, None
-            state.leases -= 1
-            if state.handle is not None:  # a destroyed context already released everything
-                state.lib.rootspan_unmap(mapping)
-                self._handle = _claim_ended(self._wstate, self._index, self._handle)
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # nothing useful to do while being collected
-            pass
+    def _mapping_ended(self):
+        """Ends the claim: the component goes back with it if it was given up."""
+        self.claim = _claim_ended(self._wstate, self._index, self.claim)
 
 
 def _claim_ended(wstate, index, claim):

@@ -469,7 +469,7 @@ class Lifetime(Base):
                 self.assertEqual([len(leases) for leases in made], [min(2, count - at) for at in range(2, count, 2)],
                                  "two at a time from position 2")
                 for c in list(weights.values())[2:]:
-                    lease = next(lease() for leases in made for lease in leases if lease().claim._index == c.index)
+                    lease = next(lease() for leases in made for lease in leases if lease()._index == c.index)
                     self.assertIs(lease_under(kept[c.id]), lease, "each export took the lease made ahead for it")
                 self.assertEqual({cid: a.tobytes() for cid, a in kept.items()},
                                  {c.id: tensors[c.source_name][2] for c in weights.values()})
@@ -705,7 +705,7 @@ class Lifetime(Base):
                     self.assertIsNone(lease, "a component that went back is not leased")
                     continue
                 self.assertIsNotNone(lease, component.id)
-                self.assertIs(lease.claim._wstate, component._wstate, component.id)
+                self.assertIs(lease._wstate, component._wstate, component.id)
                 self.assertEqual(ctypes.string_at(lease.address, lease.nbytes), tensors[component.source_name][2],
                                  component.id)
             del leases, lease  # each goes: the next round leases every component again
