@@ -19,14 +19,14 @@
 #include <stdint.h>
 
 typedef struct {
-  PyObject_HEAD
-  PyObject *lease;    /* kept alive while the memory is exported */
-  void *address;      /* the first byte */
-  Py_ssize_t nbytes;  /* how many */
-  int readonly;       /* exported read-only only */
+  PyObject ob_base;  /* what PyObject_HEAD declares */
+  PyObject *lease;   /* kept alive while the memory is exported */
+  void *address;     /* the first byte */
+  Py_ssize_t nbytes; /* how many */
+  int readonly;      /* exported read-only only */
 } LeaseMemory;
 
-static PyTypeObject *lease_memory_type;  /* made by rootspan_lease_memory_ready, kept for the process */
+static PyTypeObject *lease_memory_type; /* made by rootspan_lease_memory_ready, kept for the process */
 
 static int get_buffer(PyObject *self, Py_buffer *view, int flags) {
   const LeaseMemory *memory = (const LeaseMemory *)self;
@@ -37,14 +37,14 @@ static int get_buffer(PyObject *self, Py_buffer *view, int flags) {
 static void release(PyObject *self) {
   PyTypeObject *type = Py_TYPE(self);
   Py_CLEAR(((LeaseMemory *)self)->lease);
-  PyObject_Free(self);  /* what PyType_GenericAlloc took it from, for a type the collector does not track */
-  Py_DECREF(type);      /* an instance of a heap type holds its type */
+  PyObject_Free(self); /* what PyType_GenericAlloc took it from, for a type the collector does not track */
+  Py_DECREF(type);     /* an instance of a heap type holds its type */
 }
 
 static PyObject *lease_of(PyObject *self, void *closure) {
   (void)closure;
   PyObject *lease = ((LeaseMemory *)self)->lease;
-  if (lease == NULL) {  /* made some other way than lease_memory (see the flags below): no memory, no lease */
+  if (lease == NULL) { /* made some other way than lease_memory (see the flags below): no memory, no lease */
     Py_RETURN_NONE;
   }
   Py_INCREF(lease);
@@ -74,11 +74,11 @@ static PyType_Slot slots[] = {
 #endif
 
 static PyType_Spec spec = {
-    "rootspan._describe.LeaseMemory",
-    sizeof(LeaseMemory),
-    0,
-    LEASE_MEMORY_FLAGS,
-    slots,
+    .name = "rootspan._describe.LeaseMemory",
+    .basicsize = sizeof(LeaseMemory),
+    .itemsize = 0,
+    .flags = LEASE_MEMORY_FLAGS,
+    .slots = slots,
 };
 
 int rootspan_lease_memory_ready(void) {
