@@ -34,7 +34,7 @@ static int get_buffer(PyObject *self, Py_buffer *view, int flags) {
   return PyBuffer_FillInfo(view, self, memory->address, memory->nbytes, memory->readonly, flags);
 }
 
-static void release(PyObject *self) {
+static void dealloc(PyObject *self) {
   PyTypeObject *type = Py_TYPE(self);
   Py_CLEAR(((LeaseMemory *)self)->lease);
   PyObject_Free(self); /* what PyType_GenericAlloc took it from, for a type the collector does not track */
@@ -44,11 +44,17 @@ static void release(PyObject *self) {
 static PyObject *lease_of(PyObject *self, void *closure) {
   (void)closure;
   PyObject *lease = ((LeaseMemory *)self)->lease;
-  if (lease == NULL) { /* made some other way than lease_memory (see the flags below): no memory, no lease */
-    Py_RETURN_NONE;
-  }
   Py_INCREF(lease);
   return lease;
+}
+
+/* Only lease_memory makes one: calling the type is refused, on every Python (Py_TPFLAGS_DISALLOW_INSTANTIATION
+ * is 3.10's). */
+static PyObject *refuse_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  (void)type;
+  (void)args;
+  (void)kwargs;
+  return PyErr_Format(PyExc_TypeError, "rootspan._describe.LeaseMemory objects are made by lease_memory() only");
 }
 
 static PyGetSetDef attributes[] = {
@@ -56,34 +62,39 @@ static PyGetSetDef attributes[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* The functions are set by rootspan_lease_memory_ready: ISO C has no constant conversion of a function's
- * address to the void * a slot holds. */
+/* The functions are set by rootspan_lease_memory_ready, each by its slot's id: ISO C has no constant conversion
+ * of a function's address to the void * a slot holds. */
 static PyType_Slot slots[] = {
     {Py_bf_getbuffer, NULL},
     {Py_tp_dealloc, NULL},
+    {Py_tp_new, NULL},
     {Py_tp_getset, attributes},
     {Py_tp_doc, "Memory a lease holds, exported as a buffer (rootspan._describe.lease_memory)."},
     {0, NULL},
 };
 
-/* Only lease_memory makes one (no Py_TPFLAGS_BASETYPE: nothing derives from it); no Py_TPFLAGS_HAVE_GC (above). */
-#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
-#define LEASE_MEMORY_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION)
-#else
-#define LEASE_MEMORY_FLAGS Py_TPFLAGS_DEFAULT /* type(memory)() makes an empty one: no bytes, .lease None */
-#endif
-
+/* No Py_TPFLAGS_BASETYPE: nothing derives from it; no Py_TPFLAGS_HAVE_GC (above). */
 static PyType_Spec spec = {
     .name = "rootspan._describe.LeaseMemory",
     .basicsize = sizeof(LeaseMemory),
     .itemsize = 0,
-    .flags = LEASE_MEMORY_FLAGS,
+    .flags = Py_TPFLAGS_DEFAULT,
     .slots = slots,
 };
 
 int rootspan_lease_memory_ready(void) {
-  slots[0].pfunc = (void *)(uintptr_t)get_buffer;
-  slots[1].pfunc = (void *)(uintptr_t)release;
+  if (lease_memory_type != NULL) { /* made at an earlier import of the module */
+    return 0;
+  }
+  for (PyType_Slot *slot = slots; slot->slot != 0; ++slot) {
+    if (slot->slot == Py_bf_getbuffer) {
+      slot->pfunc = (void *)(uintptr_t)get_buffer;
+    } else if (slot->slot == Py_tp_dealloc) {
+      slot->pfunc = (void *)(uintptr_t)dealloc;
+    } else if (slot->slot == Py_tp_new) {
+      slot->pfunc = (void *)(uintptr_t)refuse_new;
+    }
+  }
   lease_memory_type = (PyTypeObject *)PyType_FromSpec(&spec);
   return lease_memory_type != NULL ? 0 : -1;
 }
@@ -91,10 +102,19 @@ int rootspan_lease_memory_ready(void) {
 PyObject *rootspan_lease_memory(PyObject *module, PyObject *args) {
   (void)module;
   PyObject *lease = NULL;
-  unsigned long long address = 0;
+  PyObject *address_object = NULL;
   Py_ssize_t nbytes = 0;
   int readonly = 0;
-  if (!PyArg_ParseTuple(args, "OKnp:lease_memory", &lease, &address, &nbytes, &readonly)) {
+  if (!PyArg_ParseTuple(args, "OOnp:lease_memory", &lease, &address_object, &nbytes, &readonly)) {
+    return NULL;
+  }
+  if (!PyLong_Check(address_object)) {
+    return PyErr_Format(PyExc_TypeError, "lease_memory: expected the address as an int, got %R",
+                        (PyObject *)Py_TYPE(address_object));
+  }
+  /* OverflowError for a negative int or one past 64 bits: no address ("K" would take -1 as 2^64 - 1) */
+  const unsigned long long address = PyLong_AsUnsignedLongLong(address_object);
+  if (PyErr_Occurred()) {
     return NULL;
   }
   if (nbytes < 0) {

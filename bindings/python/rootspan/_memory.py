@@ -48,11 +48,13 @@ def gc_paused():
 
 class _Lease:
     """One live mapping of a claim; unmapped when the lease is garbage or released."""
+    # slots: a load of thousands of tensors makes a lease for each it copies (weights._ExportLease), to which
+    # the components keep weak references
     __slots__ = ("state", "claim", "offset", "mapping", "own_claim", "address", "nbytes", "__weakref__")
 
     def __init__(self, state, claim, mapping, own_claim, offset=0, address=None, nbytes=None):
         self.state = state  # the context's state (library, lock, open/closed)
-        self.claim = claim  # the Claim object the mapping was made under
+        self.claim = claim  # the Claim object the mapping was made under (an export lease: the claim's handle)
         self.offset = offset  # where the mapping starts in the claim
         self.mapping = mapping  # rootspan_mapping * (int)
         self.own_claim = own_claim  # release the claim with the mapping (exports)
@@ -116,25 +118,31 @@ class _ArrayOwner:
         self.__array_interface__ = interface
 
 
-# rootspan._describe.lease_memory (the lease's memory as a buffer), or False where the compiled module has none:
-# looked up at the first array (_lease_memory)
+# rootspan._describe.lease_memory (the lease's memory as a buffer) once an array found it (_lease_memory)
 _memory_of = None
 
 
 def _lease_memory():
+    """rootspan._describe.lease_memory, kept for the arrays after; or None, asked again at the next array, where
+    the compiled module has none, is turned off, or its setting is wrong (which every load reports: an array
+    is made the other way)."""
     global _memory_of
     from . import _compiled  # here: the compiled module is found once the library is
-    _memory_of = getattr(_compiled.describe(), "lease_memory", None) or False
-    return _memory_of
+    try:
+        found = getattr(_compiled.describe(), "lease_memory", None)
+    except ValueError:  # ROOTSPAN_PYTHON_EXTENSION is neither on nor off
+        return None
+    _memory_of = found
+    return found
 
 
 def ndarray(lease, offset, typestr, shape, readonly):
     """A numpy array over the lease's memory from offset, with no copy. Its base holds the lease: the compiled
     lease_memory's buffer (read-only where readonly), in one numpy call; else an owner object with an array
     interface, which exports no buffer."""
-    memory_of = _memory_of if _memory_of is not None else _lease_memory()
+    memory_of = _memory_of or _lease_memory()
     nbytes = lease.nbytes - offset
-    if memory_of and nbytes > 0:  # numpy checks that shape and typestr fit in nbytes
+    if memory_of is not None and nbytes > 0:  # numpy checks that shape and typestr fit in nbytes
         return numpy.ndarray(shape, typestr, memory_of(lease, lease.address + offset, nbytes, readonly))
     interface = {"version": 3, "shape": tuple(shape), "typestr": typestr,
                  "data": (lease.address + offset, bool(readonly)), "strides": None}

@@ -464,7 +464,9 @@ class _ExportLease(_memory._Lease):
 
     def __init__(self, wstate, index, claim, mapping, address, nbytes):
         """claim, mapping: the handles of the component's claim and its mapping, which the lease owns from
-        here on; address, nbytes: where the mapping lies."""
+        here on; address, nbytes: where the mapping lies. The fields _Lease's own constructor sets, set here
+        without the lock it takes (its caller holds it) or the library calls it makes where address and
+        nbytes are not known."""
         self.state = state = wstate.context_state
         self.claim = claim  # rootspan_claim * (int); None once released
         self.offset = 0  # the mapping is the whole claim

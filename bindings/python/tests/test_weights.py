@@ -355,7 +355,7 @@ class Lifetime(Base):
         for strategy in ("read", "mmap"):
             with self.subTest(strategy=strategy), self.ctx.load(EXAMPLE, strategy=strategy) as weights:
                 component = weights["model.norm.weight"]
-                expected = bytes(component.numpy().tobytes())  # its lease goes with the array
+                expected = component.numpy().tobytes()  # its lease goes with the array
                 name = "rootspan_map_read" if component.read_only else "rootspan_map_write"
                 real_map = getattr(lib, name)
 
@@ -1024,10 +1024,12 @@ class CompiledDescribe(Base):
             make(None, ctypes.addressof(data), -1, False)
         with self.assertRaisesRegex(ValueError, "the address of 8 bytes, got 0"):
             make(None, 0, 8, False)
-        with self.assertRaises(TypeError):
+        with self.assertRaisesRegex(TypeError, "the address as an int, got <class 'str'>"):
             make(None, str(ctypes.addressof(data)), 8, False)
+        with self.assertRaises(OverflowError):  # not an address
+            make(None, -1, 8, False)
         self.assertEqual(memoryview(make(None, 0, 0, True)).nbytes, 0)
-        with self.assertRaises(TypeError):  # only lease_memory makes one
+        with self.assertRaisesRegex(TypeError, "made by lease_memory"):  # only lease_memory makes one
             type(make(None, 0, 0, True))()
 
     def test_a_safetensors_header_table_is_the_one_its_description_gives(self):
@@ -1098,6 +1100,10 @@ class CompiledDescribe(Base):
                 _compiled.describe()
             with self.assertRaisesRegex(ValueError, "ROOTSPAN_PYTHON_EXTENSION"):
                 self.ctx.load(EXAMPLE)
+            # memory the caller's own root holds still goes to numpy, the way without the module
+            with unittest.mock.patch.object(rootspan._memory, "_memory_of", None), \
+                    self.ctx.import_host(bytearray(struct.pack("<2f", 1.5, 2.5)), dtype="F32") as root:
+                self.assertEqual(root.numpy().tolist(), [1.5, 2.5])
 
 
 class BadInput(Base):
