@@ -67,6 +67,14 @@ class _ContextState:
         if self.handle is None or self.closing:
             raise ValueError(f"{operation}: the context is closed")
 
+    def live(self, handle, operation, what):
+        """handle, for the library call `operation` on it; ValueError when the context is closed or the `what`
+        it is the handle of (a root, a claim) was released (handle None)."""
+        self.require_open(operation)
+        if handle is None:
+            raise ValueError(f"{operation}: the {what} was released")
+        return handle
+
     def after_release(self, owner=None, index=None):
         """(holding the lock) A claim or mapping went: release the component of loaded weights (owner, index)
         it was on once that component is given up, and finish a close that was waiting for it."""

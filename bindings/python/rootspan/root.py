@@ -120,10 +120,7 @@ class Root(_Exportable):
         self._state.children.add(self)
 
     def _live(self, operation):
-        self._state.require_open(operation)
-        if self._handle is None:
-            raise ValueError(f"{operation}: the root was released")
-        return self._handle
+        return self._state.live(self._handle, operation, "root")
 
     @property
     def info(self):
@@ -259,10 +256,7 @@ class Claim:
         self._state.children.add(self)
 
     def _live(self, operation):
-        self._state.require_open(operation)
-        if self._handle is None:
-            raise ValueError(f"{operation}: the claim was released")
-        return self._handle
+        return self._state.live(self._handle, operation, "claim")
 
     @property
     def span(self):

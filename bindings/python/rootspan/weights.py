@@ -441,10 +441,7 @@ class _FileLeasePart:
         return True if self._file_lease._indices and self._claim is not None else None
 
     def _claim_handle(self, operation):
-        self.state.require_open(operation)
-        if self.mapping is None:
-            raise ValueError(f"{operation}: the claim was released")
-        return self._claim
+        return self.state.live(self._claim if self.mapping else None, operation, "claim")
 
 
 def lease_of_view(view, component):
@@ -480,10 +477,7 @@ class _ExportLease(_memory._Lease):
         state.leases += 1  # the caller holds the lock
 
     def _claim_handle(self, operation):
-        self.state.require_open(operation)
-        if self.claim is None:
-            raise ValueError(f"{operation}: the claim was released")
-        return self.claim
+        return self.state.live(self.claim, operation, "claim")
 
     def _mapping_ended(self):
         """Ends the claim: the component goes back with it if it was given up."""

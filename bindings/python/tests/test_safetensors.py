@@ -308,8 +308,10 @@ class TorchLoad(Folder):
         path = self.path("changing.safetensors")
         for backend in ("mmap", "pread"):
             for changed, expected in (({"a": torch.arange(4.0), "b": torch.arange(8.0)}, "F32[6] of 24 bytes"),
+                                      ({"a": torch.arange(4.0), "b": torch.arange(6.0).reshape(2, 3)},
+                                       "F32[6] of 24 bytes"),  # its bytes the same, its shape not
                                       ({"a": torch.arange(4.0), "c": torch.arange(6.0)}, "F32[6] of 24 bytes")):
-                with self.subTest(backend=backend, names=sorted(changed)):
+                with self.subTest(backend=backend, changed={n: list(t.shape) for n, t in changed.items()}):
                     st_torch.save_file({"a": torch.arange(4.0), "b": torch.arange(6.0)}, path)
                     with safe_open(path, "pt", backend=backend) as f:
                         st_torch.save_file(changed, path)
@@ -692,7 +694,10 @@ class LoadsWhatIsAsked(Folder):
         with safe_open(path, framework="pt") as f:
             f.get_tensor(f.offset_keys()[0])
             self.assertGreater(len(f._ready), 0)
+            made = next(iter(f._ready))
         self.assertEqual(f._ready, {}, "closing drops the tensors no caller took")
+        with self.assertRaisesRegex(SafetensorError, "File is closed"):  # not one made before the close
+            f.get_tensor(made)
         with safe_open(path, framework="pt") as f:
             with torch.inference_mode():
                 self.assertTrue(f.get_tensor(f.keys()[0]).is_inference())  # the others made in inference mode

@@ -21,6 +21,7 @@ goes back once the handle is closed and the last of them is dropped.
 What a handle gave out outlives the handle: closing it only releases the
 roots nothing uses any more (rootspan/weights.py).
 """
+import operator
 import os
 import threading
 
@@ -56,6 +57,7 @@ _SINGLE_LOADS = {"mmap": 1, "read": 4}
 # such a caller (transformers' and vLLM's loops over a shard) asks the first name of that list first, and every
 # other name after it, so the single load would only be followed by the load of all the rest.
 _MAPPED_WHOLE_UP_TO = 2048
+_source_name = operator.attrgetter("source_name")  # a component's tensor name, in map(): thousands at once
 # The characters a tensor-selection pattern (fnmatch) gives a meaning, quoted by a backslash.
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?["})
 
@@ -198,11 +200,13 @@ class safe_open:
 
     def get_tensor(self, name):
         """The whole tensor: a writable numpy array or torch tensor sharing the loaded bytes."""
+        # The usual case first, without the lock: a tensor made when the file was loaded whole, on the CPU, with
+        # torch, in the inference mode this call is in. A close empties _ready before it does anything else, so
+        # a tensor found here was taken before the close began (a dict's pop is one step under the GIL).
+        ready = self._ready.pop(name, None) if isinstance(name, str) else None
+        if ready is not None and self._inference_mode() == self._ready_in_inference_mode:
+            return ready
         with self._lock:  # a close on another thread waits for this export
-            ready = self._ready.pop(name, None) if isinstance(name, str) else None
-            # loaded whole, on the CPU, with torch: the usual case; made in the inference mode this call is in
-            if ready is not None and self._inference_mode() == self._ready_in_inference_mode:
-                return ready
             view = self._views.get(name) if isinstance(name, str) else None
             if view is not None and self._framework == "pytorch":
                 return _tensors.tensor_of_view(view, self._by_name[name], SafetensorError)
@@ -211,8 +215,9 @@ class safe_open:
                 code, shape, component = self._component(name)
                 if name == self._first_listed and self._views and not loaded_whole_before and \
                         self._framework == "pytorch":  # this call loaded all the rest, for a loop over the names
-                    self._ready, self._inference_mode, self._ready_in_inference_mode = \
+                    ready, self._inference_mode, self._ready_in_inference_mode = \
                         _ready_tensors(self._views, self._by_name, name)
+                    self._ready = ready  # last: a get_tensor without the lock reads the mode once it finds one
             dtype = _dtypes.BY_CODE[code].rootspan
             numpy = self._framework == "numpy"
             view = self._views.get(name)
@@ -325,10 +330,11 @@ class safe_open:
         if lock is None:  # the constructor failed
             return
         with lock:
+            self._ready = {}  # first: get_tensor takes these without the lock
             self._closed = True
             loads, self._loads, self._by_name = self._loads, [], {}
             self._leases = {}  # the leases no tensor took: their roots can go back
-            self._views, self._ready = {}, {}  # the file's mapping goes back once no tensor uses it
+            self._views = {}  # the file's mapping goes back once no tensor uses it
         for weights in loads:
             weights.close()  # roots nothing uses go now; the others when their last tensor goes
 
@@ -380,8 +386,43 @@ class safe_open:
             if e.name == "InvalidCheckpoint":
                 raise from_core(e) from e
             raise SafetensorError(f"Could not read {self._path}: {e}") from e
-        # One pass over the components (thousands): each asked for must be the header's tensor, and is kept
-        # unless loaded before; then every tensor asked for with bytes must have been among them.
+        components = weights._components
+        if name is None and not self._by_name and self._keep_all(components):
+            kept, others = components, ()  # the usual load: the first, of every tensor
+        else:
+            kept, others = self._keep_new(weights, name)
+            if kept is None:
+                return False
+        self._loads.append(weights)
+        for c in others:
+            c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
+        if name is None:  # the whole file: every tensor's memory mapped in one call
+            views = map_file_views(kept) if self._device == "cpu" else {}
+            # (thousands: each pass in C, map over the positions, not a loop of Python)
+            self._views.update(zip(map(_source_name, map(kept.__getitem__, views)), views.values()))
+            own = [c for at, c in enumerate(kept) if at not in views] if len(views) < len(kept) else []
+            self._leases.update((c.source_name, lease) for c, lease in zip(own, map_leases(own)) if lease)
+        return True
+
+    def _keep_all(self, components):
+        """_load's check of a handle's first load, of every tensor, made in bulk (a few list operations, not a
+        loop of Python over thousands of components): True, every component kept, where each is a tensor of
+        the header, of its shape and size, and each tensor with bytes is one of them; else False, nothing kept
+        (_keep_new then says what differs)."""
+        names = list(map(_source_name, components))
+        entries = list(map(self._tensors.get, names))
+        by_name = dict(zip(names, components))
+        if len(by_name) != len(components) or len(by_name) != self._loaded_tensors or None in entries or \
+                [c.nbytes for c in components] != [entry[3] for entry in entries] or \
+                [c.shape for c in components] != [entry[1] for entry in entries]:
+            return False
+        self._by_name = by_name
+        return True
+
+    def _keep_new(self, weights, name):
+        """(kept, others) of _load's load of `name` (None: every tensor), in one pass over its components: each
+        asked for must be the header's tensor, and is kept unless loaded before; then every tensor asked for with
+        bytes must have been among them. (None, None) where a load of one tensor did not bring it."""
         tensors, by_name = self._tensors, self._by_name
         kept, others, asked = [], [], 0  # the components kept; the others; how many were asked for
         for c in weights._components:
@@ -403,19 +444,11 @@ class safe_open:
             found = {c.source_name for c in weights._components}
             self._forget(kept, weights)
             if name is not None:
-                return False
+                return None, None
             missing = next(n for n, entry in tensors.items() if entry[3] and n not in found)
             code, shape, _, nbytes = tensors[missing]
             raise self._changed(missing, code, shape, nbytes)
-        self._loads.append(weights)
-        for c in others:
-            c._hand_over()  # loaded before (or not asked for): goes once nothing uses it
-        if name is None:  # the whole file: every tensor's memory mapped in one call
-            views = map_file_views(kept) if self._device == "cpu" else {}
-            self._views.update((kept[at].source_name, view) for at, view in views.items())
-            own = [c for at, c in enumerate(kept) if at not in views]
-            self._leases.update((c.source_name, lease) for c, lease in zip(own, map_leases(own)) if lease)
-        return True
+        return kept, others
 
     def _forget(self, kept, weights):
         """Undoes _load's keeping of `kept` and closes the load they came from: it failed its checks."""
