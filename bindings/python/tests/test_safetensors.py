@@ -627,6 +627,33 @@ class LoadsWhatIsAsked(Folder):
         st_numpy.save_file({name: numpy.full(3, i, numpy.int32) for i, name in enumerate(names)}, path)
         return path, names
 
+    def test_threads_taking_the_made_tensors_while_the_handle_closes(self):
+        # get_tensor hands out the tensors the whole load made without the handle's lock: threads racing a
+        # close get each tensor with its own values, or "File is closed"; never another's, never a crash.
+        path, names = self.write()
+        for _ in range(20):
+            f = safe_open(path, framework="pt")
+            f.get_tensor(f.offset_keys()[0])  # loads all the rest, and makes their tensors
+            failures = []
+
+            def read(order):
+                try:
+                    for name in order:
+                        values = f.get_tensor(name).tolist()
+                        if values != [names.index(name)] * 3:
+                            failures.append(f"{name}: {values}")
+                except SafetensorError as e:
+                    if "File is closed" not in str(e):
+                        failures.append(str(e))
+            threads = [threading.Thread(target=read, args=(order,)) for order in (names, names[::-1])]
+            for t in threads:
+                t.start()
+            f.__exit__(None, None, None)
+            for t in threads:
+                t.join()
+            self.assertEqual(failures, [])
+            self.assertEqual(f._ready, {})
+
     def test_one_tensor_at_a_time_then_the_rest_at_once(self):
         for backend in ("mmap", "pread"):
             with self.subTest(backend=backend):
