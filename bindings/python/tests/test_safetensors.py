@@ -46,6 +46,17 @@ def raw_file(path, header, data=b""):
     return path
 
 
+def close_while_reading(handle, reads):
+    """Closes a safe_open handle while each of reads (a callable) runs on a thread of its own; returns once all
+    have ended."""
+    threads = [threading.Thread(target=read) for read in reads]
+    for t in threads:
+        t.start()
+    handle.__exit__(None, None, None)
+    for t in threads:
+        t.join()
+
+
 class Folder(unittest.TestCase):
     def setUp(self):
         self._dir = tempfile.TemporaryDirectory()
@@ -513,12 +524,7 @@ class WritableAndKept(Folder):
                 except SafetensorError as e:  # closed under it: refused, never freed memory
                     if "File is closed" not in str(e):
                         errors.append(e)
-            threads = [threading.Thread(target=read) for _ in range(2)]
-            for t in threads:
-                t.start()
-            f.__exit__(None, None, None)
-            for t in threads:
-                t.join()
+            close_while_reading(f, [read, read])
             self.assertEqual(errors, [])
 
 
@@ -645,12 +651,7 @@ class LoadsWhatIsAsked(Folder):
                 except SafetensorError as e:
                     if "File is closed" not in str(e):
                         failures.append(str(e))
-            threads = [threading.Thread(target=read, args=(order,)) for order in (names, names[::-1])]
-            for t in threads:
-                t.start()
-            f.__exit__(None, None, None)
-            for t in threads:
-                t.join()
+            close_while_reading(f, [lambda: read(names), lambda: read(names[::-1])])
             self.assertEqual(failures, [])
             self.assertEqual(f._ready, {})
 
