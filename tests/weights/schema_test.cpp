@@ -233,7 +233,7 @@ TEST(ComponentSchema, RolesAreTheEightOfTheDesign) {
       {"indices", ComponentRole::kIndices},   {"permutation", ComponentRole::kPermutation},
       {"codebook", ComponentRole::kCodebook}, {"metadata", ComponentRole::kMetadata}};
   for (const auto &[name, role] : roles) {
-    auto schema = with_component([&](json &c) { c["role"] = name; });
+    auto schema = with_component([&name = name](json &c) { c["role"] = name; });  // clang 14: no binding captures
     ASSERT_TRUE(schema) << name;
     EXPECT_EQ(schema.value().components[0].role, role);
     EXPECT_EQ(role_name(role), name);
