@@ -324,6 +324,23 @@ TEST(Safetensors, OverlappingTensorsAreRejected) {
   EXPECT_TRUE(FailsWith(parse(same, 4), ROOTSPAN_ERR_INVALID_CHECKPOINT, {"overlap of 4 bytes"}));
 }
 
+TEST(Safetensors, TensorsListedOutOfFileOrderAreCheckedInFileOrder) {
+  // Listed last to first: read in file order, and the tiling checked so.
+  const std::string header = "{" + entry_json("c", "F32", {1}, 8, 12) + "," + entry_json("b", "F32", {1}, 4, 8) + "," +
+                             entry_json("a", "F32", {1}, 0, 4) + "}";
+  auto parsed = parse(header, 12);
+  ASSERT_TRUE(parsed) << parsed.error()->message();
+  std::vector<std::string> names;
+  for (const TensorInfo &info : parsed.value().tensors()) names.push_back(info.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+  // An overlap between tensors listed apart is still found.
+  const std::string overlap = "{" + entry_json("b", "F32", {1}, 4, 8) + "," + entry_json("c", "F32", {1}, 8, 12) + "," +
+                              entry_json("a", "F32", {2}, 0, 8) + "}";
+  EXPECT_TRUE(
+      FailsWith(parse(overlap, 12), ROOTSPAN_ERR_INVALID_CHECKPOINT,
+                {"tensor \"b\": begins at 4 but the previous tensor \"a\" ends at 8", "an overlap of 4 bytes"}));
+}
+
 TEST(Safetensors, TrailingBytesAfterTheLastTensorAreRejected) {
   auto result = parse(header_json({{"a", "F32", {2}}}), 11);
   EXPECT_TRUE(FailsWith(result, ROOTSPAN_ERR_INVALID_CHECKPOINT,
