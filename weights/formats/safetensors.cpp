@@ -296,7 +296,7 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view header_json,
   // Sorted by begin (then end, then name, so the order is total), the
   // tensors must tile the data section: no hole, no overlap, nothing after.
   // Writers list them in that order already (safetensors' own does), which
-  // one pass sees: sorting 10,000 sorted tensors costs some 7 million instructions.
+  // one pass sees: sorting 10,000 sorted tensors cost 2.5 million instructions.
   const auto in_file_order = [](const TensorInfo &a, const TensorInfo &b) {
     return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
   };
